@@ -1,0 +1,231 @@
+"""``MemoryConfig``: one validated model, from arguments, a YAML file and ``MEMFOLD_*`` env.
+
+Precedence, lowest first: defaults, the YAML file, environment variables, explicit
+arguments. Validation errors name the key and its allowed range.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memfold.errors import ConfigError
+from memfold.model import DEFAULT_CATEGORIES
+
+__all__ = ["ENV_PREFIX", "LLMConfig", "MemoryConfig", "mask_secrets"]
+
+ENV_PREFIX = "MEMFOLD_"
+
+
+class LLMConfig(BaseModel):
+    """The chat model used by ``extractor: llm``. The API key is never stored here: only
+    the *name* of the environment variable that holds it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: Literal["openai", "langchain"] = "openai"
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str | None = "OPENAI_API_KEY"
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    timeout_seconds: float = Field(default=60.0, gt=0.0, le=3600.0)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    #: ``auto`` tries JSON mode and falls back when the server rejects it.
+    json_mode: Literal["auto", "on", "off"] = "auto"
+
+
+class MemoryConfig(BaseModel):
+    """Every memfold setting. Keys match the YAML file and ``MEMFOLD_<KEY>`` variables."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    home: Path = Path("./.memfold")
+    storage: str = "json"
+    dsn: str | None = None
+    queue: str = "memory"
+    extractor: Literal["auto", "llm", "rules"] = "auto"
+    llm: LLMConfig | None = None
+
+    debounce_seconds: float = Field(default=30.0, ge=0.0, le=3600.0)
+    max_wait_seconds: float = Field(default=120.0, ge=0.0, le=86400.0)
+    workers: int = Field(default=4, ge=1, le=64)
+    shutdown_timeout_seconds: float = Field(default=30.0, ge=0.0, le=3600.0)
+    max_pending: int = Field(default=10_000, ge=1, le=10_000_000)
+    retry_attempts: int = Field(default=3, ge=1, le=20)
+    retry_backoff_seconds: float = Field(default=2.0, ge=0.0, le=600.0)
+    extraction_timeout_seconds: float = Field(default=120.0, gt=0.0, le=3600.0)
+
+    max_facts: int = Field(default=100, ge=1, le=10_000)
+    fact_confidence_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    categories: tuple[str, ...] = DEFAULT_CATEGORIES
+
+    max_injection_tokens: int = Field(default=2000, ge=50, le=200_000)
+    guaranteed_categories: tuple[str, ...] = ("correction",)
+    guaranteed_token_budget: int = Field(default=500, ge=0, le=200_000)
+    token_encoding: Literal["cl100k_base", "o200k_base"] = "cl100k_base"
+    injection_mode: Literal["per_call", "per_thread"] = "per_call"
+    include_date: bool = False
+
+    @field_validator("storage", "queue")
+    @classmethod
+    def _known_backend(cls, value: str) -> str:
+        builtin = {"json", "sqlite", "postgres", "memory"}
+        if value in builtin or re.fullmatch(r"[\w.]+:[\w.]+", value):
+            return value
+        raise ValueError(
+            f"{value!r} is not a backend: use json, sqlite, postgres (storage), memory, sqlite, "
+            "postgres (queue), or 'package.module:Factory'"
+        )
+
+    @field_validator("categories", "guaranteed_categories")
+    @classmethod
+    def _lower_categories(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(c.strip().lower() for c in value if c.strip())
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.guaranteed_token_budget >= self.max_injection_tokens:
+            raise ConfigError(
+                f"guaranteed_token_budget={self.guaranteed_token_budget}: must be smaller than "
+                f"max_injection_tokens={self.max_injection_tokens}",
+                key="guaranteed_token_budget",
+            )
+        if self.storage == "postgres" and not self.dsn:
+            raise ConfigError("storage=postgres needs dsn (e.g. postgresql://user@host/db)", key="dsn")
+        if self.queue == "postgres" and not self.dsn:
+            raise ConfigError("queue=postgres needs dsn (e.g. postgresql://user@host/db)", key="dsn")
+        if self.extractor == "llm" and self.llm is None:
+            raise ConfigError(
+                "extractor=llm needs an llm section: {provider, model, base_url, api_key_env}",
+                key="llm",
+            )
+
+    # --- construction -----------------------------------------------------------------
+
+    @classmethod
+    def build(
+        cls,
+        file: str | os.PathLike[str] | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        **overrides: Any,
+    ) -> MemoryConfig:
+        """Defaults < YAML ``file`` < ``MEMFOLD_*`` environment < ``overrides``.
+
+        Raises:
+            ConfigError: naming the key, the bad value and the allowed range.
+        """
+        data: dict[str, Any] = {}
+        if file is not None:
+            data.update(_read_yaml(Path(file)))
+        data.update(_from_env(os.environ if env is None else env))
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        return cls.validated(data)
+
+    @classmethod
+    def validated(cls, data: Mapping[str, Any]) -> MemoryConfig:
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as exc:
+            raise ConfigError(_explain(exc), key=_first_key(exc)) from None
+
+    def masked(self) -> dict[str, Any]:
+        """The configuration as a dict, with passwords and keys masked for printing."""
+        return mask_secrets(self.model_dump(mode="json"))
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"config file {path}: expected a mapping of keys, got {type(loaded).__name__}")
+    return loaded
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    fields = MemoryConfig.model_fields
+    out: dict[str, Any] = {}
+    for name, raw in env.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        key = name[len(ENV_PREFIX) :].lower()
+        if key not in fields:
+            continue
+        if key == "llm" or key.endswith("categories"):
+            try:
+                out[key] = json.loads(raw) if raw.strip().startswith(("{", "[")) else raw.split(",")
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{name}: not valid JSON ({exc.msg})", key=key) from exc
+        else:
+            out[key] = raw
+    return out
+
+
+def _first_key(exc: ValidationError) -> str | None:
+    errors = exc.errors()
+    return ".".join(str(p) for p in errors[0]["loc"]) if errors else None
+
+
+_RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
+
+def _bounds(loc: tuple[int | str, ...]) -> tuple[float, float] | None:
+    model: type[BaseModel] = MemoryConfig
+    if len(loc) == 2 and loc[0] == "llm":
+        model, loc = LLMConfig, loc[1:]
+    info = model.model_fields.get(str(loc[0])) if len(loc) == 1 else None
+    if info is None:
+        return None
+    low = high = None
+    for meta in info.metadata:
+        low = getattr(meta, "ge", getattr(meta, "gt", low))
+        high = getattr(meta, "le", getattr(meta, "lt", high))
+    return None if low is None or high is None else (low, high)
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "config"
+        value = err.get("input")
+        bounds = _bounds(err["loc"])
+        if bounds is not None and err["type"] in _RANGE_ERRORS:
+            parts.append(f"{key}={value!r}: must be between {bounds[0]} and {bounds[1]}")
+        elif err["type"] == "extra_forbidden":
+            parts.append(f"{key}: unknown key; see the configuration table in the README")
+        else:
+            parts.append(f"{key}={value!r}: {err['msg']}")
+    return "; ".join(parts)
+
+
+_SECRET_KEY = re.compile(r"(password|passwd|secret|token|api_key$|apikey)", re.IGNORECASE)
+_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]+:)(?P<pw>[^@\s]+)(?=@)", re.I)
+_DSN_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>\S+)", re.I)
+
+
+def mask_secrets(value: Any, key: str = "") -> Any:
+    """Mask passwords in URLs/DSNs and values of secret-looking keys, recursively."""
+    if isinstance(value, Mapping):
+        return {k: mask_secrets(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_secrets(v, key) for v in value]
+    if isinstance(value, str):
+        if _SECRET_KEY.search(key) and not key.endswith("_env") and value:
+            return "****"
+        value = _URL_PASSWORD.sub(lambda m: m.group("head") + "****", value)
+        return _DSN_PASSWORD.sub(lambda m: m.group("head") + "****", value)
+    return value

@@ -1,0 +1,119 @@
+"""What an extractor proposes: a typed, validated change set, and the extractor protocol.
+
+Extractors never touch storage. They read a document and the new turns and return an
+:class:`Extraction`; ``memfold.apply`` decides what of it lands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol, runtime_checkable
+
+from memfold.model import MemoryDocument, Message, Signals
+
+__all__ = [
+    "ChangeSet",
+    "Extraction",
+    "ExtractionRequest",
+    "Extractor",
+    "FactRemoval",
+    "NewFact",
+    "SummaryUpdate",
+    "Usage",
+]
+
+ItemScope = Literal["user", "task"]
+Durability = Literal["durable", "temporary"]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryUpdate:
+    """Replace one of the six summaries (``section`` is e.g. ``"workContext"``).
+
+    ``scope``/``durability`` of ``None`` mean the extractor did not label the item; apply
+    keeps only ``user`` + ``durable`` items.
+    """
+
+    section: str
+    summary: str
+    scope: ItemScope | None = "user"
+    durability: Durability | None = "durable"
+
+
+@dataclass(frozen=True, slots=True)
+class NewFact:
+    """A fact the extractor proposes to add."""
+
+    content: str
+    category: str
+    confidence: float
+    source_error: str | None = None
+    scope: ItemScope | None = "user"
+    durability: Durability | None = "durable"
+
+
+@dataclass(frozen=True, slots=True)
+class FactRemoval:
+    """Remove an existing fact (by its real id); ``replaced_by`` indexes ``new_facts``."""
+
+    fact_id: str
+    reason: str = ""
+    replaced_by: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeSet:
+    """Everything one extraction proposes. ``removals`` apply only if ``removals_allowed``
+    (an LLM reply that did not parse cleanly may not delete anything)."""
+
+    summaries: tuple[SummaryUpdate, ...] = ()
+    new_facts: tuple[NewFact, ...] = ()
+    removals: tuple[FactRemoval, ...] = ()
+    removals_allowed: bool = True
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.summaries or self.new_facts or self.removals)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """LLM tokens one extraction cost (zero for the rule extractor)."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionRequest:
+    """The input of one extraction: current memory, the turns not seen yet, signals."""
+
+    document: MemoryDocument
+    messages: tuple[Message, ...]
+    signals: Signals = field(default_factory=Signals)
+    thread_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    change_set: ChangeSet
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class Extractor(Protocol):
+    """Turns new conversation turns into a proposed change set.
+
+    Raises:
+        ExtractionError: the extractor's output could not be used (the queue retries).
+    """
+
+    name: str
+
+    def propose(self, request: ExtractionRequest) -> Extraction: ...

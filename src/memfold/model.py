@@ -1,0 +1,390 @@
+"""The memory document and the plain data that flows between memfold's modules.
+
+Everything here is immutable: a document returned from a store's cache can be shared
+between threads and callers without copying. ``document_from_dict`` reads memfold's own
+format and the reference system's v1 ``memory.json`` unchanged; fields it does not know
+are kept in ``extra`` and written back on the next save.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any, Literal
+
+__all__ = [
+    "DEFAULT_CATEGORIES",
+    "HISTORY_SECTIONS",
+    "MANUAL_SOURCE",
+    "SUMMARY_SECTIONS",
+    "USER_SECTIONS",
+    "DocumentError",
+    "Fact",
+    "MemoryDocument",
+    "Message",
+    "Role",
+    "Scope",
+    "Signals",
+    "Summary",
+    "Watermark",
+    "document_from_dict",
+    "document_to_dict",
+    "empty_document",
+    "message_key",
+]
+
+USER_SECTIONS: tuple[str, ...] = ("workContext", "personalContext", "topOfMind")
+HISTORY_SECTIONS: tuple[str, ...] = ("recentMonths", "earlierContext", "longTermBackground")
+SUMMARY_SECTIONS: tuple[str, ...] = USER_SECTIONS + HISTORY_SECTIONS
+DEFAULT_CATEGORIES: tuple[str, ...] = (
+    "preference",
+    "knowledge",
+    "context",
+    "behavior",
+    "goal",
+    "correction",
+)
+#: ``Fact.source`` of facts a person added by hand (API, CLI); apply protects them.
+MANUAL_SOURCE = "manual"
+#: How many thread watermarks a scope keeps (most recently used first out).
+MAX_WATERMARKS = 256
+
+Role = Literal["user", "assistant"]
+
+
+class DocumentError(ValueError):
+    """A memory document does not have the expected shape; the message names the field."""
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+def _empty() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Whose memory: a user (``None`` = the default user) and optionally one agent's bucket."""
+
+    user_id: str | None = None
+    agent: str | None = None
+
+    def __str__(self) -> str:
+        user = "<default user>" if self.user_id is None else repr(self.user_id)
+        return f"user {user}" + ("" if self.agent is None else f", agent {self.agent!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One kept conversation message, after normalisation and filtering."""
+
+    role: Role
+    content: str
+    id: str | None = None
+
+
+def message_key(message: Message) -> str:
+    """Identity of a message for watermarks: its id when present, else role + content hash."""
+    if message.id:
+        return f"id:{message.id}"
+    digest = hashlib.sha256(message.content.encode("utf-8")).hexdigest()[:32]
+    return f"{message.role}:{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """What the user's latest messages signal about the assistant's previous answers."""
+
+    correction: bool = False
+    reinforcement: bool = False
+
+    def merge(self, other: Signals) -> Signals:
+        """OR-merge two signal sets (a replaced queue item keeps what the old one saw)."""
+        return Signals(
+            correction=self.correction or other.correction,
+            reinforcement=self.reinforcement or other.reinforcement,
+        )
+
+    def __bool__(self) -> bool:
+        return self.correction or self.reinforcement
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """One of the six context summaries."""
+
+    summary: str = ""
+    updated_at: str = ""
+    extra: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """An atomic statement about the user, with a category and a confidence in [0, 1]."""
+
+    id: str
+    content: str
+    category: str = "context"
+    confidence: float = 0.9
+    created_at: str = ""
+    updated_at: str = ""
+    source: str | None = None
+    source_error: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+
+    @property
+    def is_manual(self) -> bool:
+        return self.source == MANUAL_SOURCE
+
+
+@dataclass(frozen=True, slots=True)
+class Watermark:
+    """The last message of a thread that a successful update has seen."""
+
+    message_key: str
+    updated_at: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDocument:
+    """A scope's whole memory. ``revision`` grows on every commit, ``generation`` on clear."""
+
+    version: str = "1.0"
+    revision: int = 0
+    generation: int = 0
+    last_updated: str = ""
+    summaries: Mapping[str, Summary] = field(
+        default_factory=lambda: MappingProxyType({name: Summary() for name in SUMMARY_SECTIONS})
+    )
+    facts: tuple[Fact, ...] = ()
+    watermarks: Mapping[str, Watermark] = field(default_factory=_empty)
+    extra: Mapping[str, Any] = field(default_factory=_empty, compare=False)
+
+    def summary(self, section: str) -> str:
+        found = self.summaries.get(section)
+        return "" if found is None else found.summary
+
+    def fact(self, fact_id: str) -> Fact | None:
+        for fact in self.facts:
+            if fact.id == fact_id:
+                return fact
+        return None
+
+    @property
+    def is_empty(self) -> bool:
+        """True when there is nothing to inject: no facts and no summary text."""
+        return not self.facts and not any(s.summary.strip() for s in self.summaries.values())
+
+    def with_changes(self, **changes: Any) -> MemoryDocument:
+        """A copy with fields replaced; mappings are frozen on the way in."""
+        for name in ("summaries", "watermarks", "extra"):
+            if name in changes and not isinstance(changes[name], MappingProxyType):
+                changes[name] = MappingProxyType(dict(changes[name]))
+        if "facts" in changes:
+            changes["facts"] = tuple(changes["facts"])
+        return replace(self, **changes)
+
+
+def empty_document() -> MemoryDocument:
+    return MemoryDocument()
+
+
+# --- serialisation -------------------------------------------------------------------
+
+_FACT_KEYS = (
+    "id",
+    "content",
+    "category",
+    "confidence",
+    "createdAt",
+    "updatedAt",
+    "source",
+    "sourceError",
+)
+_DOC_KEYS = ("version", "revision", "generation", "lastUpdated", "user", "history", "facts")
+
+
+def _opt_str(data: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = data.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise DocumentError(f"{where}.{key}: expected a string or null, got {type(value).__name__}")
+
+
+def _str(data: Mapping[str, Any], key: str, where: str, default: str = "") -> str:
+    value = data.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, str):
+        return value
+    raise DocumentError(f"{where}.{key}: expected a string, got {type(value).__name__}")
+
+
+def _int(data: Mapping[str, Any], key: str, where: str) -> int:
+    value = data.get(key, 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise DocumentError(f"{where}.{key}: expected a non-negative integer, got {value!r}")
+    return value
+
+
+def _summary_from(data: Any, where: str) -> Summary:
+    if data is None:
+        return Summary()
+    if not isinstance(data, Mapping):
+        raise DocumentError(f"{where}: expected an object, got {type(data).__name__}")
+    extra = {k: v for k, v in data.items() if k not in ("summary", "updatedAt")}
+    return Summary(
+        summary=_str(data, "summary", where),
+        updated_at=_str(data, "updatedAt", where),
+        extra=_freeze(extra),
+    )
+
+
+def _fact_from(data: Any, where: str) -> Fact:
+    if not isinstance(data, Mapping):
+        raise DocumentError(f"{where}: expected an object, got {type(data).__name__}")
+    fact_id = data.get("id")
+    if not isinstance(fact_id, str) or not fact_id:
+        raise DocumentError(f"{where}.id: expected a non-empty string, got {fact_id!r}")
+    content = data.get("content")
+    if not isinstance(content, str):
+        raise DocumentError(f"{where}.content: expected a string, got {content!r}")
+    confidence = data.get("confidence", 0.9)
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        raise DocumentError(f"{where}.confidence: expected a number, got {confidence!r}")
+    if not math.isfinite(confidence):
+        raise DocumentError(f"{where}.confidence: expected a finite number, got {confidence!r}")
+    extra = {k: v for k, v in data.items() if k not in _FACT_KEYS}
+    return Fact(
+        id=fact_id,
+        content=content,
+        category=_str(data, "category", where, "context") or "context",
+        confidence=float(confidence),
+        created_at=_str(data, "createdAt", where),
+        updated_at=_str(data, "updatedAt", where),
+        source=_opt_str(data, "source", where),
+        source_error=_opt_str(data, "sourceError", where),
+        extra=_freeze(extra),
+    )
+
+
+def _group_from(
+    data: Mapping[str, Any], group: str, sections: tuple[str, ...]
+) -> tuple[dict[str, Summary], dict[str, Any]]:
+    raw = data.get(group) or {}
+    if not isinstance(raw, Mapping):
+        raise DocumentError(f"{group}: expected an object, got {type(raw).__name__}")
+    found = {name: _summary_from(raw.get(name), f"{group}.{name}") for name in sections}
+    unknown = {k: v for k, v in raw.items() if k not in sections}
+    return found, unknown
+
+
+def document_from_dict(data: Any) -> MemoryDocument:
+    """Build a document from parsed JSON (memfold's format or the reference v1 format).
+
+    Raises:
+        DocumentError: naming the first field that has the wrong shape.
+    """
+    if not isinstance(data, Mapping):
+        raise DocumentError(f"document: expected a JSON object, got {type(data).__name__}")
+    user, user_extra = _group_from(data, "user", USER_SECTIONS)
+    history, history_extra = _group_from(data, "history", HISTORY_SECTIONS)
+    raw_facts = data.get("facts") or []
+    if not isinstance(raw_facts, list):
+        raise DocumentError(f"facts: expected a list, got {type(raw_facts).__name__}")
+    facts = tuple(_fact_from(item, f"facts[{i}]") for i, item in enumerate(raw_facts))
+    seen: set[str] = set()
+    for fact in facts:
+        if fact.id in seen:
+            raise DocumentError(f"facts: duplicate id {fact.id!r}")
+        seen.add(fact.id)
+    raw_marks = data.get("watermarks") or {}
+    if not isinstance(raw_marks, Mapping):
+        raise DocumentError(f"watermarks: expected an object, got {type(raw_marks).__name__}")
+    watermarks: dict[str, Watermark] = {}
+    for thread, mark in raw_marks.items():
+        if not isinstance(mark, Mapping) or not isinstance(mark.get("messageKey"), str):
+            raise DocumentError(f"watermarks.{thread}: expected {{'messageKey': str}}")
+        watermarks[str(thread)] = Watermark(
+            mark["messageKey"], _str(mark, "updatedAt", f"watermarks.{thread}")
+        )
+    extra = {k: v for k, v in data.items() if k not in (*_DOC_KEYS, "watermarks")}
+    if user_extra:
+        extra["__user_extra__"] = user_extra
+    if history_extra:
+        extra["__history_extra__"] = history_extra
+    version = data.get("version", "1.0")
+    return MemoryDocument(
+        version=str(version),
+        revision=_int(data, "revision", "document"),
+        generation=_int(data, "generation", "document"),
+        last_updated=_str(data, "lastUpdated", "document"),
+        summaries=MappingProxyType({**user, **history}),
+        facts=facts,
+        watermarks=MappingProxyType(watermarks),
+        extra=_freeze(extra),
+    )
+
+
+def _summary_to(summary: Summary) -> dict[str, Any]:
+    return {"summary": summary.summary, "updatedAt": summary.updated_at, **_thaw(summary.extra)}
+
+
+def _fact_to(fact: Fact) -> dict[str, Any]:
+    return {
+        "id": fact.id,
+        "content": fact.content,
+        "category": fact.category,
+        "confidence": fact.confidence,
+        "createdAt": fact.created_at,
+        "updatedAt": fact.updated_at,
+        "source": fact.source,
+        "sourceError": fact.source_error,
+        **_thaw(fact.extra),
+    }
+
+
+def document_to_dict(doc: MemoryDocument) -> dict[str, Any]:
+    """The JSON-ready form of a document (camelCase, unknown fields restored)."""
+    extra = _thaw(doc.extra)
+    user_extra = extra.pop("__user_extra__", {})
+    history_extra = extra.pop("__history_extra__", {})
+    out: dict[str, Any] = {
+        "version": doc.version,
+        "revision": doc.revision,
+        "generation": doc.generation,
+        "lastUpdated": doc.last_updated,
+        "user": {
+            **{name: _summary_to(doc.summaries.get(name, Summary())) for name in USER_SECTIONS},
+            **user_extra,
+        },
+        "history": {
+            **{name: _summary_to(doc.summaries.get(name, Summary())) for name in HISTORY_SECTIONS},
+            **history_extra,
+        },
+        "facts": [_fact_to(f) for f in doc.facts],
+    }
+    if doc.watermarks:
+        out["watermarks"] = {
+            thread: {"messageKey": mark.message_key, "updatedAt": mark.updated_at}
+            for thread, mark in doc.watermarks.items()
+        }
+    out.update(extra)
+    return out
