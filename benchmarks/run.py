@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     table = [
         (r["benchmark"], _fmt(r["value"]), r["unit"], r["target"], r["reference"]) for r in rows
     ]
-    widths = [max(len(h), *(len(t[i]) for t in table)) if table else len(h) for i, h in enumerate(headers)]
+    widths = [
+        max(len(h), *(len(t[i]) for t in table)) if table else len(h) for i, h in enumerate(headers)
+    ]
     print(" | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
     print("-|-".join("-" * w for w in widths))
     for line in table:

@@ -69,7 +69,7 @@ class MemoryConfig(BaseModel):
     max_injection_tokens: int = Field(default=2000, ge=50, le=200_000)
     guaranteed_categories: tuple[str, ...] = ("correction",)
     guaranteed_token_budget: int = Field(default=500, ge=0, le=200_000)
-    token_encoding: Literal["cl100k_base", "o200k_base"] = "cl100k_base"
+    token_encoding: Literal["cl100k_base", "o200k_base"] = "cl100k_base"  # noqa: S105
     injection_mode: Literal["per_call", "per_thread"] = "per_call"
     include_date: bool = False
 
@@ -97,9 +97,13 @@ class MemoryConfig(BaseModel):
                 key="guaranteed_token_budget",
             )
         if self.storage == "postgres" and not self.dsn:
-            raise ConfigError("storage=postgres needs dsn (e.g. postgresql://user@host/db)", key="dsn")
+            raise ConfigError(
+                "storage=postgres needs dsn (e.g. postgresql://user@host/db)", key="dsn"
+            )
         if self.queue == "postgres" and not self.dsn:
-            raise ConfigError("queue=postgres needs dsn (e.g. postgresql://user@host/db)", key="dsn")
+            raise ConfigError(
+                "queue=postgres needs dsn (e.g. postgresql://user@host/db)", key="dsn"
+            )
         if self.extractor == "llm" and self.llm is None:
             raise ConfigError(
                 "extractor=llm needs an llm section: {provider, model, base_url, api_key_env}",
@@ -152,7 +156,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
-        raise ConfigError(f"config file {path}: expected a mapping of keys, got {type(loaded).__name__}")
+        raise ConfigError(
+            f"config file {path}: expected a mapping of keys, got {type(loaded).__name__}"
+        )
     return loaded
 
 

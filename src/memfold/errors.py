@@ -90,6 +90,8 @@ class DuplicateFactError(MemfoldError, ValueError):
     """A fact with the same content already exists in the scope."""
 
     def __init__(self, content: str, existing_id: str) -> None:
-        super().__init__(f"a fact with the same content already exists: {existing_id} ({content!r})")
+        super().__init__(
+            f"a fact with the same content already exists: {existing_id} ({content!r})"
+        )
         self.content = content
         self.existing_id = existing_id

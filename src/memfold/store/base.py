@@ -26,7 +26,9 @@ class MemoryStore(Protocol):
         """
         ...
 
-    def commit(self, scope: Scope, document: MemoryDocument, *, expected_revision: int) -> MemoryDocument:
+    def commit(
+        self, scope: Scope, document: MemoryDocument, *, expected_revision: int
+    ) -> MemoryDocument:
         """Store ``document`` if the stored revision is still ``expected_revision``.
 
         The stored document gets ``revision = expected_revision + 1`` and is returned.
