@@ -1,0 +1,74 @@
+"""``open_store``: the ``storage`` setting → a :class:`~memfold.store.base.MemoryStore`."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from memfold.config import MemoryConfig
+from memfold.errors import ConfigError
+from memfold.store.base import MemoryStore
+
+__all__ = ["open_store"]
+
+
+def open_store(config: MemoryConfig) -> MemoryStore:
+    """Build the store that ``config.storage`` names.
+
+    ``json`` → :class:`JsonFileStore` under ``config.home``; ``memory`` →
+    :class:`InMemoryStore`; ``package.module:Factory`` → ``Factory(config)``.
+
+    Raises:
+        ConfigError: the backend is unknown, not available in this version, cannot be
+            imported, or the factory did not return a store.
+    """
+    storage = config.storage
+    if storage == "json":
+        from memfold.store.jsonfile import JsonFileStore
+
+        return JsonFileStore(config.home)
+    if storage == "memory":
+        from memfold.store.inmemory import InMemoryStore
+
+        return InMemoryStore()
+    if storage in ("sqlite", "postgres"):
+        raise ConfigError(
+            f"storage={storage!r} is not available in this version of memfold; "
+            "use storage='json' for now",
+            key="storage",
+        )
+    if ":" in storage:
+        return _from_factory(storage, config)
+    raise ConfigError(
+        f"storage={storage!r}: use json, memory, sqlite, postgres or 'package.module:Factory'",
+        key="storage",
+    )
+
+
+def _from_factory(spec: str, config: MemoryConfig) -> MemoryStore:
+    module_name, _, attr_path = spec.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            f"storage={spec!r}: cannot import {exc.name or module_name!r} "
+            "(is the package installed?)",
+            key="storage",
+        ) from exc
+    for part in attr_path.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError as exc:
+            raise ConfigError(
+                f"storage={spec!r}: {module_name} has no attribute {attr_path!r}", key="storage"
+            ) from exc
+    if not callable(target):
+        raise ConfigError(f"storage={spec!r}: {attr_path} is not callable", key="storage")
+    store = target(config)
+    if not isinstance(store, MemoryStore):
+        raise ConfigError(
+            f"storage={spec!r}: {attr_path}(config) returned {type(store).__name__}, "
+            "which lacks the MemoryStore methods (load, commit, clear, scopes, close)",
+            key="storage",
+        )
+    return store

@@ -1,0 +1,94 @@
+"""``InMemoryStore``: the store contract without a disk, for tests and throwaway agents.
+
+Same compare-and-set and generation semantics as the durable stores (the contract suite
+runs over it too); state lives on the instance and is gone when it is.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+from memfold.errors import ConflictError
+from memfold.model import MemoryDocument, Scope
+from memfold.store._ids import validate_id
+
+__all__ = ["InMemoryStore"]
+
+_EMPTY = MemoryDocument()
+
+
+def _checked(scope: Scope) -> Scope:
+    if not isinstance(scope, Scope):
+        raise TypeError(f"scope must be a Scope, got {type(scope).__name__}")
+    if scope.user_id is not None:
+        validate_id(scope.user_id, "user_id")
+    if scope.agent is not None:
+        validate_id(scope.agent, "agent")
+    return scope
+
+
+class InMemoryStore:
+    """A thread-safe :class:`~memfold.store.base.MemoryStore` held in a dict."""
+
+    def __init__(self) -> None:
+        self._documents: dict[Scope, MemoryDocument] = {}
+        self._lock = threading.Lock()
+
+    def load(self, scope: Scope) -> MemoryDocument:
+        """The scope's document, or an empty one (revision 0).
+
+        Raises:
+            TypeError, ValueError: an id is not a non-empty string without NUL.
+        """
+        with self._lock:
+            return self._documents.get(_checked(scope), _EMPTY)
+
+    def commit(
+        self, scope: Scope, document: MemoryDocument, *, expected_revision: int
+    ) -> MemoryDocument:
+        """Store ``document`` as revision ``expected_revision + 1`` with the stored generation.
+
+        Raises:
+            ConflictError: the stored revision differs; nothing was stored.
+            TypeError, ValueError: bad arguments or ids.
+        """
+        if not isinstance(document, MemoryDocument):
+            raise TypeError(f"document must be a MemoryDocument, got {type(document).__name__}")
+        if (
+            isinstance(expected_revision, bool)
+            or not isinstance(expected_revision, int)
+            or expected_revision < 0
+        ):
+            raise ValueError(
+                f"expected_revision={expected_revision!r}: must be the non-negative revision "
+                "of the document you loaded"
+            )
+        with self._lock:
+            current = self._documents.get(_checked(scope), _EMPTY)
+            if current.revision != expected_revision:
+                raise ConflictError(scope, expected=expected_revision, actual=current.revision)
+            stored = document.with_changes(
+                revision=expected_revision + 1, generation=current.generation
+            )
+            self._documents[scope] = stored
+            return stored
+
+    def clear(self, scope: Scope) -> MemoryDocument:
+        """Replace the scope's memory with an empty document, bumping generation and revision."""
+        with self._lock:
+            current = self._documents.get(_checked(scope), _EMPTY)
+            stored = MemoryDocument(
+                revision=current.revision + 1, generation=current.generation + 1
+            )
+            self._documents[scope] = stored
+            return stored
+
+    def scopes(self) -> Iterator[Scope]:
+        """Every scope that has been committed or cleared (a snapshot)."""
+        with self._lock:
+            found = list(self._documents)
+        return iter(found)
+
+    def close(self) -> None:
+        """Nothing to release; the data stays readable. Calling this twice is fine."""

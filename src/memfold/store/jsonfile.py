@@ -1,0 +1,430 @@
+"""``storage: json`` — one JSON file per scope under ``home``, safe for many processes.
+
+Layout::
+
+    {home}/users/{user}/memory.json                  the user's shared bucket
+    {home}/users/{user}/agents/{agent}/memory.json   one agent's bucket
+    .../scope.json                                    the exact ids (names are one-way)
+    .../.lock                                         flock target for commits
+
+``{user}``/``{agent}`` come from :func:`memfold.store._ids.encode_id`; the default user
+lives in ``_default``. Commits are compare-and-set on ``revision`` under an exclusive
+``flock`` (POSIX) held from the read to the rename, and a thread lock within a process.
+Each write goes to a unique temp file in the same folder, is fsynced, renamed over the
+old file, and the folder is fsynced, so a crash leaves the old or the new file, never a
+mix. A file that does not parse is never overwritten: load, commit and clear raise
+:class:`~memfold.errors.CorruptMemoryError` until a person repairs or moves it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from memfold.errors import ConflictError, CorruptMemoryError, StorageError
+from memfold.model import (
+    DocumentError,
+    MemoryDocument,
+    Scope,
+    document_from_dict,
+    document_to_dict,
+)
+from memfold.store._ids import DEFAULT_USER_DIR, encode_id
+
+__all__ = ["JsonFileStore"]
+
+log = logging.getLogger(__name__)
+
+MEMORY_FILE = "memory.json"
+SCOPE_FILE = "scope.json"
+LOCK_FILE = ".lock"
+#: A cached entry whose file changed this recently (wall clock) is re-checked byte for
+#: byte: a coarse file-system clock plus inode reuse could otherwise hide a rewrite of
+#: the same size within the same timestamp tick.
+RACY_WINDOW_NS = 2_000_000_000
+_THREAD_LOCK_STRIPES = 64
+_EMPTY = MemoryDocument()
+
+_StatKey = tuple[int, int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    document: MemoryDocument
+    key: _StatKey
+    raw: bytes | None  # kept only while the file is "racy" (recently written)
+
+
+class _LRU:
+    """A bounded, thread-safe map of path → cache entry (least recently used goes first)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[str, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: str) -> _Entry | None:
+        with self._lock:
+            entry = self._items.get(path)
+            if entry is not None:
+                self._items.move_to_end(path)
+            return entry
+
+    def put(self, path: str, entry: _Entry) -> None:
+        if self.capacity == 0:
+            return
+        with self._lock:
+            self._items[path] = entry
+            self._items.move_to_end(path)
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+
+    def drop(self, path: str) -> None:
+        with self._lock:
+            self._items.pop(path, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
+def _stat_key(st: os.stat_result) -> _StatKey:
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename or a new entry in ``folder`` durable."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError as exc:  # some file systems cannot sync a directory; nothing to do then
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class JsonFileStore:
+    """A :class:`~memfold.store.base.MemoryStore` of JSON files under ``home``.
+
+    ``cache_size`` bounds the read cache (documents, 0 disables it); entries are
+    validated by a ``stat`` on every load, so writes by other processes are seen at once.
+    ``wall_clock_ns`` is injectable for tests of the cache's racy-write check.
+    """
+
+    def __init__(
+        self,
+        home: str | os.PathLike[str],
+        *,
+        cache_size: int = 1024,
+        wall_clock_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+            raise ValueError(f"cache_size={cache_size!r}: must be a non-negative integer")
+        self.home = Path(home).absolute()
+        self._users = self.home / "users"
+        self._cache = _LRU(cache_size)
+        self._clock_ns = wall_clock_ns
+        self._stripes = tuple(threading.Lock() for _ in range(_THREAD_LOCK_STRIPES))
+
+    # --- paths ------------------------------------------------------------------------
+
+    def folder(self, scope: Scope) -> Path:
+        """The folder that holds ``scope``'s files (it may not exist yet).
+
+        Raises:
+            TypeError, ValueError: an id is not a non-empty string without NUL.
+        """
+        user = DEFAULT_USER_DIR if scope.user_id is None else encode_id(scope.user_id, "user_id")
+        folder = self._users / user
+        if scope.agent is not None:
+            folder = folder / "agents" / encode_id(scope.agent, "agent")
+        return folder
+
+    def path(self, scope: Scope) -> Path:
+        """The ``memory.json`` of ``scope`` (see :meth:`folder` for what it raises)."""
+        return self.folder(scope) / MEMORY_FILE
+
+    # --- MemoryStore ------------------------------------------------------------------
+
+    def load(self, scope: Scope) -> MemoryDocument:
+        """The scope's document, or an empty one (revision 0) when no file exists.
+
+        Raises:
+            CorruptMemoryError: the file is not a valid memory document (left untouched).
+            StorageError: the file cannot be read (permissions, IO error).
+            TypeError, ValueError: an id is invalid.
+        """
+        return self._load_path(self.path(scope))
+
+    def commit(
+        self, scope: Scope, document: MemoryDocument, *, expected_revision: int
+    ) -> MemoryDocument:
+        """Write ``document`` if the stored revision is still ``expected_revision``.
+
+        The stored document has ``revision = expected_revision + 1`` and the stored
+        ``generation`` (only :meth:`clear` changes it); it is returned.
+
+        Raises:
+            ConflictError: the stored revision differs; nothing was written.
+            CorruptMemoryError: the stored file does not parse; nothing was written.
+            StorageError: the write failed; the previous file is intact.
+            TypeError, ValueError: bad arguments or ids.
+        """
+        if not isinstance(document, MemoryDocument):
+            raise TypeError(f"document must be a MemoryDocument, got {type(document).__name__}")
+        if (
+            isinstance(expected_revision, bool)
+            or not isinstance(expected_revision, int)
+            or expected_revision < 0
+        ):
+            raise ValueError(
+                f"expected_revision={expected_revision!r}: must be the non-negative revision "
+                "of the document you loaded"
+            )
+        folder = self.folder(scope)
+        path = folder / MEMORY_FILE
+        with self._locked(folder):
+            current = self._load_path(path)
+            if current.revision != expected_revision:
+                raise ConflictError(scope, expected=expected_revision, actual=current.revision)
+            stored = document.with_changes(
+                revision=expected_revision + 1, generation=current.generation
+            )
+            self._write(scope, folder, path, stored)
+            return stored
+
+    def clear(self, scope: Scope) -> MemoryDocument:
+        """Replace the scope's memory with an empty document, bumping generation and revision.
+
+        A corrupt file is not cleared (move it away by hand): clearing must not be a way
+        to lose data silently.
+
+        Raises:
+            CorruptMemoryError: the stored file does not parse; nothing was written.
+            StorageError: the write failed; the previous file is intact.
+        """
+        folder = self.folder(scope)
+        path = folder / MEMORY_FILE
+        with self._locked(folder):
+            current = self._load_path(path)
+            stored = MemoryDocument(
+                revision=current.revision + 1, generation=current.generation + 1
+            )
+            self._write(scope, folder, path, stored)
+            return stored
+
+    def scopes(self) -> Iterator[Scope]:
+        """Every scope with a stored file, with its exact ids (from ``scope.json``).
+
+        A folder whose ``scope.json`` is missing or does not match its name is skipped
+        with a warning (it was not written by this store).
+
+        Raises:
+            StorageError: the store's folders cannot be listed.
+        """
+        try:
+            users = sorted(p for p in self._users.iterdir() if p.is_dir())
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise StorageError(f"cannot list {self._users}: {exc.strerror}") from exc
+        for user_dir in users:
+            folders = [user_dir]
+            agents = user_dir / "agents"
+            if agents.is_dir():
+                folders.extend(sorted(p for p in agents.iterdir() if p.is_dir()))
+            for folder in folders:
+                if (folder / MEMORY_FILE).is_file():
+                    scope = self._scope_of(folder)
+                    if scope is not None:
+                        yield scope
+
+    def close(self) -> None:
+        """Drop the read cache. Files need no closing; calling this twice is fine."""
+        self._cache.clear()
+
+    @property
+    def cached_documents(self) -> int:
+        """How many documents the read cache holds (at most ``cache_size``)."""
+        return len(self._cache)
+
+    # --- reading ----------------------------------------------------------------------
+
+    def _load_path(self, path: Path) -> MemoryDocument:
+        name = str(path)
+        try:
+            key = _stat_key(os.stat(path))
+        except FileNotFoundError:
+            self._cache.drop(name)
+            return _EMPTY
+        except OSError as exc:
+            raise StorageError(f"cannot read memory file {path}: {exc.strerror}") from exc
+        entry = self._cache.get(name)
+        if entry is not None and entry.key == key and entry.raw is None:
+            return entry.document
+        read = self._read(path)
+        if read is None:
+            self._cache.drop(name)
+            return _EMPTY
+        raw, key = read
+        if entry is not None and entry.key == key and entry.raw == raw:
+            document = entry.document
+        else:
+            document = self._parse(path, raw)
+        self._remember(name, document, key, raw)
+        return document
+
+    @staticmethod
+    def _read(path: Path) -> tuple[bytes, _StatKey] | None:
+        try:
+            with open(path, "rb") as handle:
+                key = _stat_key(os.fstat(handle.fileno()))
+                return handle.read(), key
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise StorageError(f"cannot read memory file {path}: {exc.strerror}") from exc
+
+    @staticmethod
+    def _parse(path: Path, raw: bytes) -> MemoryDocument:
+        try:
+            data = json.loads(raw)
+        except UnicodeDecodeError as exc:
+            raise CorruptMemoryError(str(path), f"not UTF-8 text ({exc.reason})") from exc
+        except json.JSONDecodeError as exc:
+            reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            raise CorruptMemoryError(str(path), reason) from exc
+        except RecursionError as exc:
+            raise CorruptMemoryError(str(path), "JSON nested too deeply") from exc
+        try:
+            return document_from_dict(data)
+        except DocumentError as exc:
+            raise CorruptMemoryError(str(path), str(exc)) from exc
+
+    def _remember(self, name: str, document: MemoryDocument, key: _StatKey, raw: bytes) -> None:
+        racy = key[1] >= self._clock_ns() - RACY_WINDOW_NS
+        self._cache.put(name, _Entry(document, key, raw if racy else None))
+
+    # --- writing ----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _locked(self, folder: Path) -> Iterator[None]:
+        """Hold the scope's thread stripe and its cross-process ``flock``."""
+        digest = hashlib.blake2b(str(folder).encode("utf-8", "surrogatepass"), digest_size=4)
+        stripe = self._stripes[int.from_bytes(digest.digest(), "big") % len(self._stripes)]
+        with stripe:
+            try:
+                self._make_dirs(folder)
+                fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot create or lock {folder}: {exc.strerror}; check that {self.home} "
+                    "is writable"
+                ) from exc
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing releases the flock
+
+    def _make_dirs(self, folder: Path) -> None:
+        if folder.is_dir():
+            return
+        missing: list[Path] = []
+        probe = folder
+        while not probe.is_dir():
+            missing.append(probe)
+            probe = probe.parent
+        for path in reversed(missing):
+            with contextlib.suppress(FileExistsError):  # another process was first
+                path.mkdir(mode=0o700)
+            _fsync_dir(path.parent)
+
+    def _write(self, scope: Scope, folder: Path, path: Path, document: MemoryDocument) -> None:
+        try:
+            data = json.dumps(
+                document_to_dict(document),
+                ensure_ascii=False,
+                separators=(",", ":"),
+                allow_nan=False,
+            ).encode("utf-8")
+        except (TypeError, ValueError) as exc:
+            raise StorageError(f"cannot serialise the memory of {scope}: {exc}") from exc
+        if not (folder / SCOPE_FILE).is_file():
+            ids = {"userId": scope.user_id, "agent": scope.agent}
+            self._replace(folder, folder / SCOPE_FILE, json.dumps(ids).encode("utf-8"))
+        key = self._replace(folder, path, data)
+        self._remember(str(path), document, key, data)
+
+    @staticmethod
+    def _replace(folder: Path, path: Path, data: bytes) -> _StatKey:
+        """Atomically replace ``path`` with ``data``; returns the new file's stat key.
+
+        Raises:
+            StorageError: nothing was replaced (the old file is intact), or the rename
+                happened but the folder could not be synced (said in the message).
+        """
+        tmp: str | None = None
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=folder)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+                key = _stat_key(os.fstat(fd))
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+            tmp = None
+        except OSError as exc:
+            raise StorageError(
+                f"cannot write {path}: {exc.strerror or exc}; the previous version is intact"
+            ) from exc
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+        try:
+            _fsync_dir(folder)
+        except OSError as exc:
+            raise StorageError(
+                f"wrote {path} but could not sync its folder: {exc.strerror}; "
+                "the new version may not survive a power loss"
+            ) from exc
+        return key
+
+    def _scope_of(self, folder: Path) -> Scope | None:
+        ids_path = folder / SCOPE_FILE
+        try:
+            ids = json.loads(ids_path.read_bytes())
+            scope = Scope(user_id=ids["userId"], agent=ids["agent"])
+            matches = self.folder(scope) == folder
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            log.warning("skipping %s: unreadable %s (%s)", folder, SCOPE_FILE, exc)
+            return None
+        if not matches:
+            log.warning("skipping %s: %s names another scope (%s)", folder, SCOPE_FILE, scope)
+            return None
+        return scope
