@@ -1,0 +1,644 @@
+"""Decide what of an extractor's change set lands in a memory document.
+
+``apply`` is a pure function: no IO, no clock (``ApplyContext.now`` is passed in). It holds
+the business rules of DESIGN.md rules 6-7: one bad item never sinks the others, removals
+are guarded (clean parse, manual facts only on a correction, never losing a fact whose
+replacement failed), new facts are thresholded, scrubbed and de-duplicated, and the fact
+cap never trims a fact added in the same update in favour of an equally trusted old one.
+``add_fact``/``edit_fact``/``delete_fact`` are the manual edits behind the ``Memory`` facade.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Literal
+
+from memfold.errors import DuplicateFactError, FactNotFoundError, MemfoldError
+from memfold.extract.base import ChangeSet, FactRemoval, NewFact, SummaryUpdate
+from memfold.model import MANUAL_SOURCE, SUMMARY_SECTIONS, Fact, MemoryDocument, Signals, Summary
+
+__all__ = [
+    "ApplyContext",
+    "ApplyResult",
+    "Change",
+    "ChangeKind",
+    "FactIdError",
+    "add_fact",
+    "apply",
+    "dedup_key",
+    "delete_fact",
+    "edit_fact",
+]
+
+ChangeKind = Literal["added", "removed", "updated", "evicted", "summary_changed", "skipped"]
+
+#: How many fresh ids a generator may propose before we call it broken.
+MAX_ID_ATTEMPTS = 100
+_DEFAULT_CATEGORY = "context"
+_EPOCH = datetime.min.replace(tzinfo=UTC)
+
+
+class FactIdError(MemfoldError, RuntimeError):
+    """The fact-id generator keeps returning ids that are taken or not strings."""
+
+
+@dataclass(frozen=True)
+class ApplyContext:
+    """Everything ``apply`` needs besides the document and the change set.
+
+    Raises:
+        ValueError: ``now`` is naive, ``max_facts`` < 1, or the threshold is outside [0, 1].
+    """
+
+    now: datetime
+    thread_id: str | None
+    signals: Signals = field(default_factory=Signals)
+    max_facts: int = 100
+    confidence_threshold: float = 0.7
+    new_id: Callable[[], str] | None = None
+
+    def __post_init__(self) -> None:
+        _check_aware(self.now)
+        _check_max_facts(self.max_facts)
+        threshold = self.confidence_threshold
+        if not (isinstance(threshold, int | float) and 0.0 <= threshold <= 1.0):
+            raise ValueError(
+                f"confidence_threshold={threshold!r}: must be a number between 0 and 1"
+            )
+
+
+@dataclass(frozen=True)
+class Change:
+    """One thing ``apply`` did (or declined to do, ``kind="skipped"``), for logs and counts."""
+
+    kind: ChangeKind
+    fact_id: str | None
+    section: str | None
+    content: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    document: MemoryDocument
+    changes: tuple[Change, ...]
+
+    @property
+    def changed(self) -> bool:
+        """True iff summaries or facts changed (a no-op update need not be committed)."""
+        return any(change.kind != "skipped" for change in self.changes)
+
+
+# --- normalisation ---------------------------------------------------------------------
+
+_TRAILING_PUNCTUATION = ".!?,;:…‥。！？，；：、．｡､"
+
+
+def dedup_key(content: str) -> str:
+    """The form two facts are compared in: NFKC, case-folded, whitespace collapsed,
+    trailing sentence punctuation (ASCII and CJK) removed."""
+    text = " ".join(unicodedata.normalize("NFKC", content).casefold().split())
+    return text.rstrip(_TRAILING_PUNCTUATION + " ")
+
+
+def _normalise_category(category: object) -> str:
+    if not isinstance(category, str):
+        return _DEFAULT_CATEGORY
+    return category.strip().lower() or _DEFAULT_CATEGORY
+
+
+def _normalise_confidence(value: object) -> float | None:
+    """A confidence clamped to [0, 1], or None when it is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    if not math.isfinite(number):
+        return None
+    return min(1.0, max(0.0, number))
+
+
+_FILE_NOUNS = (
+    r"(?:files?|documents?|docs?|images?|pictures?|pdfs?|attachments?|screenshots?"
+    r"|photos?|spreadsheets?|csvs?|slides?|zips?|archives?)"
+)
+_FILE_NOUNS_ZH = r"(?:文件|文档|图片|附件|照片|截图|表格|压缩包|PDF|pdf)"
+# Statements about an upload *event* in a conversation. Deliberately narrow: a lasting fact
+# that merely involves uploads ("Works on a file-upload service") must survive.
+_UPLOAD_EVENT = re.compile(
+    r"\b(?:uploaded|attached)\s+(?:a|an|the|this|that|these|those|some|several|multiple"
+    r"|his|her|their|my|its|\d+|one|two|three|four|five)\s+(?:[\w-]+\s+){0,2}?"
+    + _FILE_NOUNS
+    + r"\b"
+    + r"|\b(?:the|this|that|these|those)\s+(?:recently\s+)?uploaded\s+"
+    + _FILE_NOUNS
+    + r"\b"
+    + r"|\b(?:uploaded|attached)\s+[\w-]+\.(?:pdf|docx?|xlsx?|pptx?|csv|txt|md|json|png|jpe?g"
+    r"|gif|zip)\b"
+    + r"|<\s*/?\s*uploaded_files\s*>"
+    + r"|上传(?:了|过)[^。！？!?\n]{0,8}?"
+    + _FILE_NOUNS_ZH
+    + r"|(?:用户|我|你|他|她)上传的[^。！？!?\n]{0,4}?"
+    + _FILE_NOUNS_ZH,
+    re.IGNORECASE,
+)
+
+
+def _mentions_upload(content: str) -> bool:
+    return _UPLOAD_EVENT.search(content) is not None
+
+
+# --- small helpers ---------------------------------------------------------------------
+
+
+def _check_aware(now: datetime) -> None:
+    if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError(f"now={now!r}: pass a timezone-aware datetime (e.g. in UTC)")
+
+
+def _check_max_facts(max_facts: int) -> None:
+    if isinstance(max_facts, bool) or not isinstance(max_facts, int) or max_facts < 1:
+        raise ValueError(f"max_facts={max_facts!r}: must be an integer of at least 1")
+
+
+def _iso(now: datetime) -> str:
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_time(value: str) -> datetime:
+    """A fact's timestamp for ordering; unreadable or missing ones count as oldest."""
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return _EPOCH
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def _default_id() -> str:
+    return f"fact_{secrets.token_hex(4)}"
+
+
+def _unique_id(taken: set[str], new_id: Callable[[], str] | None) -> str:
+    generate = new_id or _default_id
+    for _ in range(MAX_ID_ATTEMPTS):
+        candidate = generate()
+        if isinstance(candidate, str) and candidate and candidate not in taken:
+            taken.add(candidate)
+            return candidate
+    raise FactIdError(
+        f"the fact-id generator returned {MAX_ID_ATTEMPTS} ids that were empty, not strings "
+        "or already used; pass a new_id that returns unique non-empty strings"
+    )
+
+
+def _eviction_order(facts: Iterable[Fact], new_ids: set[str]) -> list[Fact]:
+    """Facts in the order the cap removes them: non-manual before manual, then lowest
+    confidence, then older; a fact added now never loses a tie to an older one."""
+    indexed = list(enumerate(facts))
+    indexed.sort(
+        key=lambda pair: (
+            pair[1].is_manual,
+            pair[1].confidence,
+            pair[1].id in new_ids,
+            _parse_time(pair[1].created_at),
+            pair[0],
+        )
+    )
+    return [fact for _, fact in indexed]
+
+
+# --- apply -----------------------------------------------------------------------------
+
+
+def _apply_summaries(
+    document: MemoryDocument, updates: tuple[SummaryUpdate, ...], now_iso: str
+) -> tuple[Mapping[str, Summary], list[Change]]:
+    summaries = dict(document.summaries)
+    changes: list[Change] = []
+    for update in updates:
+        section = update.section
+        reason = None
+        text = update.summary.strip() if isinstance(update.summary, str) else ""
+        if section not in SUMMARY_SECTIONS:
+            reason = f"unknown summary section {section!r}; known: {', '.join(SUMMARY_SECTIONS)}"
+        elif update.scope != "user":
+            reason = f"summary not about the user (scope={update.scope!r})"
+        elif update.durability != "durable":
+            reason = f"summary not durable (durability={update.durability!r})"
+        elif not text:
+            reason = "empty summary text (extraction never clears a section)"
+        if reason is not None:
+            changes.append(Change("skipped", None, section, text, reason))
+            continue
+        current = summaries.get(section, Summary())
+        if current.summary.strip() == text:
+            continue
+        summaries[section] = replace(current, summary=text, updated_at=now_iso)
+        changes.append(Change("summary_changed", None, section, text, "summary replaced"))
+    return summaries, changes
+
+
+def _reject_reason(item: NewFact, threshold: float) -> tuple[str, str | None, float | None]:
+    """(content, reason-to-skip or None, clamped confidence)."""
+    content = item.content.strip() if isinstance(item.content, str) else ""
+    if item.scope is None or item.durability is None:
+        return content, "unlabelled item (scope/durability missing)", None
+    if item.scope != "user":
+        return content, f"task-scoped item (scope={item.scope!r})", None
+    if item.durability != "durable":
+        return content, f"temporary item (durability={item.durability!r})", None
+    if not content or not dedup_key(content):
+        return content, "empty content", None
+    confidence = _normalise_confidence(item.confidence)
+    if confidence is None:
+        return content, f"confidence {item.confidence!r} is not a finite number", None
+    if confidence < threshold:
+        return content, f"confidence {confidence:.2f} below threshold {threshold:.2f}", None
+    if _mentions_upload(content):
+        return content, "mentions a file upload (a one-off event, not a lasting fact)", None
+    return content, None, confidence
+
+
+def _admit(
+    document: MemoryDocument,
+    *,
+    items: tuple[NewFact, ...],
+    index: dict[str, str],
+    context: ApplyContext,
+    now_iso: str,
+    skipped: list[Change],
+) -> tuple[dict[int, str], dict[str, Fact], dict[str, float]]:
+    """Filter, de-duplicate and create the new facts.
+
+    Returns (new-fact position -> the id it landed as, its own or an existing duplicate's;
+    the new facts by id; raised confidences of existing facts by id).
+    """
+    existing = {fact.id: fact for fact in document.facts}
+    taken = set(existing)
+    outcome: dict[int, str] = {}
+    new_facts: dict[str, Fact] = {}
+    raised: dict[str, float] = {}
+    for position, item in enumerate(items):
+        content, reason, confidence = _reject_reason(item, context.confidence_threshold)
+        if reason is not None or confidence is None:
+            skipped.append(Change("skipped", None, None, content, reason or "invalid"))
+            continue
+        key = dedup_key(content)
+        target = index.get(key)
+        if target is not None:
+            outcome[position] = target
+            if target in new_facts:
+                if confidence > new_facts[target].confidence:
+                    new_facts[target] = replace(new_facts[target], confidence=confidence)
+            else:
+                old = existing[target]
+                if not old.is_manual and confidence > raised.get(target, old.confidence):
+                    raised[target] = confidence
+            skipped.append(Change("skipped", target, None, content, f"duplicate of {target}"))
+            continue
+        fact_id = _unique_id(taken, context.new_id)
+        source_error = item.source_error.strip() if isinstance(item.source_error, str) else None
+        new_facts[fact_id] = Fact(
+            id=fact_id,
+            content=content,
+            category=_normalise_category(item.category),
+            confidence=confidence,
+            created_at=now_iso,
+            updated_at=now_iso,
+            source=context.thread_id,
+            source_error=source_error or None,
+        )
+        index[key] = fact_id
+        outcome[position] = fact_id
+    return outcome, new_facts, raised
+
+
+def apply(document: MemoryDocument, change_set: ChangeSet, context: ApplyContext) -> ApplyResult:
+    """Apply an extractor's change set to a document and say what happened.
+
+    Never raises for bad items in the change set: each is skipped with a reason.
+
+    Raises:
+        FactIdError: ``context.new_id`` keeps returning taken or invalid ids.
+    """
+    now_iso = _iso(context.now)
+    summaries, summary_changes = _apply_summaries(document, change_set.summaries, now_iso)
+    existing = {fact.id: fact for fact in document.facts}
+    skipped: list[Change] = []
+
+    requests = _removal_requests(document, change_set, context.signals, skipped)
+    unconditional = {fid for fid, r in requests.items() if r.replaced_by is None}
+
+    # Dedup against what survives for sure; a fact whose removal waits on a replacement
+    # stays in the index so an identical "replacement" is a duplicate, not a swap.
+    index: dict[str, str] = {}
+    for fact in document.facts:
+        if fact.id not in unconditional:
+            index.setdefault(dedup_key(fact.content), fact.id)
+
+    outcome, new_facts, raised = _admit(
+        document,
+        items=change_set.new_facts,
+        index=index,
+        context=context,
+        now_iso=now_iso,
+        skipped=skipped,
+    )
+    current = [
+        replace(f, confidence=raised[f.id], updated_at=now_iso) if f.id in raised else f
+        for f in document.facts
+    ]
+    removed, evicted, cap_rejected = _resolve(
+        current, requests, outcome, new_facts, context.max_facts
+    )
+    for fact_id in cap_rejected:
+        fact = new_facts.pop(fact_id)
+        skipped.append(
+            Change(
+                "skipped", None, None, fact.content,
+                f"max_facts={context.max_facts} reached and every kept fact is trusted more",
+            )
+        )  # fmt: skip
+    for fact_id, request in requests.items():
+        if fact_id not in removed:
+            skipped.append(
+                Change(
+                    "skipped", fact_id, None, existing[fact_id].content,
+                    f"removal not applied: its replacement (new fact #{request.replaced_by}) "
+                    "was not added",
+                )
+            )  # fmt: skip
+
+    changes: list[Change] = [*summary_changes]
+    kept: list[Fact] = []
+    for fact in current:
+        if fact.id in removed:
+            request = requests[fact.id]
+            why = request.reason or "removed by the extractor"
+            if request.replaced_by is not None:
+                why += f" (replaced by {outcome[request.replaced_by]})"
+            changes.append(Change("removed", fact.id, None, fact.content, why))
+        elif fact.id in evicted:
+            changes.append(
+                Change(
+                    "evicted", fact.id, None, fact.content, f"over max_facts={context.max_facts}"
+                )
+            )
+        else:
+            if fact.id in raised:
+                changes.append(
+                    Change(
+                        "updated", fact.id, None, fact.content,
+                        f"confidence raised to {fact.confidence:.2f} by a duplicate",
+                    )
+                )  # fmt: skip
+            kept.append(fact)
+    for fact in new_facts.values():
+        kept.append(fact)
+        changes.append(Change("added", fact.id, None, fact.content, fact.category))
+    changes.extend(skipped)
+
+    result = ApplyResult(document, tuple(changes))
+    if not result.changed:
+        return result
+    updated = document.with_changes(summaries=summaries, facts=kept, last_updated=now_iso)
+    return ApplyResult(updated, tuple(changes))
+
+
+def _removal_requests(
+    document: MemoryDocument, change_set: ChangeSet, signals: Signals, skipped: list[Change]
+) -> dict[str, FactRemoval]:
+    """Removals that pass the guards that do not depend on the new facts."""
+    requests: dict[str, FactRemoval] = {}
+    for removal in change_set.removals:
+        fact = document.fact(removal.fact_id) if isinstance(removal.fact_id, str) else None
+        if not change_set.removals_allowed:
+            reason = "removals not allowed: the extractor's reply did not parse cleanly"
+        elif fact is None:
+            reason = "unknown fact id"
+        elif fact.is_manual and not signals.correction:
+            reason = "manual fact: removed only on an explicit correction"
+        else:
+            requests.setdefault(fact.id, removal)
+            continue
+        content = "" if fact is None else fact.content
+        skipped.append(Change("skipped", str(removal.fact_id), None, content, reason))
+    return requests
+
+
+def _resolve(
+    current: list[Fact],
+    requests: dict[str, FactRemoval],
+    outcome: dict[int, str],
+    new_facts: dict[str, Fact],
+    max_facts: int,
+) -> tuple[set[str], set[str], list[str]]:
+    """Decide (removed ids, evicted ids, new ids rejected by the cap).
+
+    A new fact the cap would trim is not added at all; that can void a removal it was the
+    replacement for, bringing the old fact back, so repeat until nothing new is trimmed.
+    Each round rejects at least one new fact, so this ends.
+    """
+    cap_rejected: list[str] = []
+    while True:
+        live_new = [f for fid, f in new_facts.items() if fid not in cap_rejected]
+        live_ids = {f.id for f in live_new}
+        removed = {
+            fid
+            for fid, request in requests.items()
+            if _replacement_landed(
+                fid,
+                request=request,
+                outcome=outcome,
+                live_new_ids=live_ids,
+                all_new_ids=set(new_facts),
+                requests=requests,
+            )
+        }
+        pool = [f for f in current if f.id not in removed] + live_new
+        excess = len(pool) - max_facts
+        if excess <= 0:
+            return removed, set(), cap_rejected
+        victims = _eviction_order(pool, live_ids)[:excess]
+        trimmed_new = [f.id for f in victims if f.id in live_ids]
+        if not trimmed_new:
+            return removed, {f.id for f in victims}, cap_rejected
+        cap_rejected.extend(trimmed_new)
+
+
+def _replacement_landed(
+    fact_id: str,
+    *,
+    request: FactRemoval,
+    outcome: dict[int, str],
+    live_new_ids: set[str],
+    all_new_ids: set[str],
+    requests: dict[str, FactRemoval],
+) -> bool:
+    index = request.replaced_by
+    if index is None:
+        return True
+    if isinstance(index, bool) or not isinstance(index, int):
+        return False
+    target = outcome.get(index)
+    if target is None:
+        return False
+    if target in all_new_ids:
+        return target in live_new_ids
+    # The replacement duplicated an existing fact: fine, unless that fact is the one being
+    # removed or is itself up for removal.
+    return target != fact_id and target not in requests
+
+
+# --- manual edits ----------------------------------------------------------------------
+
+
+def _check_content(content: object) -> str:
+    text = content.strip() if isinstance(content, str) else ""
+    if not text or not dedup_key(text):
+        raise ValueError(f"content={content!r}: a fact needs non-empty text")
+    return text
+
+
+def _check_confidence(confidence: object) -> float:
+    number = _normalise_confidence(confidence)
+    if number is None or number != confidence:
+        raise ValueError(f"confidence={confidence!r}: must be a number between 0 and 1")
+    return number
+
+
+def _find_duplicate(document: MemoryDocument, content: str, *, ignore: str | None) -> Fact | None:
+    key = dedup_key(content)
+    for fact in document.facts:
+        if fact.id != ignore and dedup_key(fact.content) == key:
+            return fact
+    return None
+
+
+def add_fact(
+    document: MemoryDocument,
+    content: str,
+    *,
+    category: str = _DEFAULT_CATEGORY,
+    confidence: float = 0.9,
+    now: datetime,
+    new_id: Callable[[], str] | None = None,
+    max_facts: int = 100,
+) -> tuple[MemoryDocument, Fact]:
+    """Add a fact by hand (``source = MANUAL_SOURCE``, protected from automatic removal).
+
+    At the cap, the least trusted (then oldest) non-manual facts make room; manual facts
+    are never evicted to make room for another manual fact.
+
+    Raises:
+        ValueError: empty content, a confidence outside [0, 1], a naive ``now``, or the
+            cap is reached and every fact was added by hand.
+        DuplicateFactError: a fact with the same content (see ``dedup_key``) exists.
+        FactIdError: ``new_id`` keeps returning taken or invalid ids.
+    """
+    _check_aware(now)
+    _check_max_facts(max_facts)
+    text = _check_content(content)
+    number = _check_confidence(confidence)
+    duplicate = _find_duplicate(document, text, ignore=None)
+    if duplicate is not None:
+        raise DuplicateFactError(text, duplicate.id)
+    excess = len(document.facts) + 1 - max_facts
+    evicted: set[str] = set()
+    if excess > 0:
+        victims = [f for f in _eviction_order(document.facts, set()) if not f.is_manual]
+        if len(victims) < excess:
+            raise ValueError(
+                f"max_facts={max_facts} reached and the facts are all manual; "
+                "delete a fact or raise max_facts"
+            )
+        evicted = {f.id for f in victims[:excess]}
+    now_iso = _iso(now)
+    fact = Fact(
+        id=_unique_id({f.id for f in document.facts}, new_id),
+        content=text,
+        category=_normalise_category(category),
+        confidence=number,
+        created_at=now_iso,
+        updated_at=now_iso,
+        source=MANUAL_SOURCE,
+    )
+    facts = [f for f in document.facts if f.id not in evicted] + [fact]
+    return document.with_changes(facts=facts, last_updated=now_iso), fact
+
+
+def edit_fact(
+    document: MemoryDocument,
+    fact_id: str,
+    *,
+    content: str | None = None,
+    category: str | None = None,
+    confidence: float | None = None,
+    now: datetime,
+    scope: object = None,
+) -> tuple[MemoryDocument, Fact]:
+    """Change a fact's content, category or confidence (``None`` keeps the field).
+
+    The fact keeps its id, source and creation time; ``updatedAt`` becomes ``now``. When
+    nothing actually changes, the document is returned as it was.
+
+    Raises:
+        FactNotFoundError: no fact has this id.
+        DuplicateFactError: the new content duplicates another fact.
+        ValueError: empty content, a confidence outside [0, 1], or a naive ``now``.
+    """
+    _check_aware(now)
+    old = document.fact(fact_id)
+    if old is None:
+        raise FactNotFoundError(fact_id, scope)
+    new_content = old.content
+    if content is not None:
+        new_content = _check_content(content)
+        duplicate = _find_duplicate(document, new_content, ignore=fact_id)
+        if duplicate is not None:
+            raise DuplicateFactError(new_content, duplicate.id)
+    new_category = old.category if category is None else _normalise_category(category)
+    new_confidence = old.confidence if confidence is None else _check_confidence(confidence)
+    if (new_content, new_category, new_confidence) == (old.content, old.category, old.confidence):
+        return document, old
+    now_iso = _iso(now)
+    new = replace(
+        old,
+        content=new_content,
+        category=new_category,
+        confidence=new_confidence,
+        updated_at=now_iso,
+    )
+    facts = [new if f.id == fact_id else f for f in document.facts]
+    return document.with_changes(facts=facts, last_updated=now_iso), new
+
+
+def delete_fact(
+    document: MemoryDocument,
+    fact_id: str,
+    *,
+    scope: object = None,
+    now: datetime | None = None,
+) -> MemoryDocument:
+    """Remove a fact by id (manual or not: this is the user's explicit wish).
+
+    ``now``, when given, becomes the document's ``lastUpdated``.
+
+    Raises:
+        FactNotFoundError: no fact has this id.
+        ValueError: ``now`` is naive.
+    """
+    if document.fact(fact_id) is None:
+        raise FactNotFoundError(fact_id, scope)
+    facts = [f for f in document.facts if f.id != fact_id]
+    if now is None:
+        return document.with_changes(facts=facts)
+    _check_aware(now)
+    return document.with_changes(facts=facts, last_updated=_iso(now))
