@@ -1,0 +1,281 @@
+"""Tolerant parsing of an extraction reply into a :class:`ChangeSet`.
+
+The reply is the first JSON object that has at least one of the top-level keys ``user``,
+``history``, ``newFacts``, ``factsToRemove``, wherever it sits: after a ``<think>`` trace,
+inside ``` fences, between prose. Within it, each invalid item is dropped on its own and
+the rest is kept. Removals are allowed only when nothing was dropped and every value had
+the right type, because a half-understood reply must not delete memory.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from memfold.errors import ExtractionError
+from memfold.extract.base import (
+    ChangeSet,
+    Durability,
+    FactRemoval,
+    ItemScope,
+    NewFact,
+    SummaryUpdate,
+)
+from memfold.llm.base import flatten_content
+from memfold.model import HISTORY_SECTIONS, USER_SECTIONS
+
+__all__ = ["REPLY_KEYS", "normalise_confidence", "parse_reply"]
+
+log = logging.getLogger("memfold.extract")
+
+#: A JSON object in the reply counts as the answer when it has at least one of these.
+REPLY_KEYS: tuple[str, ...] = ("user", "history", "newFacts", "factsToRemove")
+
+_THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+_SCOPES: dict[str, ItemScope] = {"user": "user", "task": "task"}
+_DURABILITIES: dict[str, Durability] = {"durable": "durable", "temporary": "temporary"}
+_REF = re.compile(r"f?(\d+)", re.IGNORECASE)
+
+
+def normalise_confidence(value: object) -> float | None:
+    """A confidence in [0, 1], or None when the value is unusable.
+
+    [0, 1] as is; a whole number from 2 to 100 is a percentage; anything else above 1 is
+    clamped to 1; a numeric string (``"0.8"``, ``"95%"``) is parsed the same way;
+    negative, NaN, booleans and non-numbers give None.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        percent = text.endswith("%")
+        try:
+            number = float(text.rstrip("%").strip())
+        except ValueError:
+            return None
+        if percent:
+            number /= 100
+    elif isinstance(value, int | float):
+        number = float(value)
+    else:
+        return None
+    if math.isnan(number) or number < 0:
+        return None
+    if number <= 1:
+        return number
+    if number <= 100 and number.is_integer():
+        return number / 100
+    return 1.0
+
+
+def _find_object(text: str) -> dict[str, Any] | None:
+    text = _THINKING.sub(" ", text)
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            value = None
+        if isinstance(value, dict) and any(key in value for key in REPLY_KEYS):
+            return value
+        start = text.find("{", start + 1)
+    return None
+
+
+class _Problems:
+    """Collects what was dropped or mistyped; any entry forbids removals."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, what: str) -> None:
+        self.items.append(what)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+
+def _label(
+    item: Mapping[str, Any], key: str, allowed: Mapping[str, Any], where: str, problems: _Problems
+) -> tuple[bool, Any]:
+    """(ok, value): a missing label is None (apply rejects it), an unknown one is invalid."""
+    raw = item.get(key)
+    if raw is None:
+        return True, None
+    if isinstance(raw, str) and raw.strip().lower() in allowed:
+        return True, allowed[raw.strip().lower()]
+    problems.add(f"{where}.{key}={raw!r} is not one of {', '.join(allowed)}")
+    return False, None
+
+
+def _summaries(data: Mapping[str, Any], problems: _Problems) -> list[SummaryUpdate]:
+    out: list[SummaryUpdate] = []
+    for group, sections in (("user", USER_SECTIONS), ("history", HISTORY_SECTIONS)):
+        raw_group = data.get(group)
+        if raw_group is None:
+            continue
+        if not isinstance(raw_group, Mapping):
+            problems.add(f"{group} is {type(raw_group).__name__}, not an object")
+            continue
+        for name in sections:
+            item = raw_group.get(name)
+            where = f"{group}.{name}"
+            if item is None:
+                continue
+            if not isinstance(item, Mapping):
+                problems.add(f"{where} is {type(item).__name__}, not an object")
+                continue
+            should = item.get("shouldUpdate", "summary" in item)
+            if not isinstance(should, bool):
+                problems.add(f"{where}.shouldUpdate={should!r} is not true/false")
+                continue
+            if not should:
+                continue
+            summary = item.get("summary")
+            if not isinstance(summary, str) or not summary.strip():
+                problems.add(f"{where}.summary is missing or empty")
+                continue
+            ok_scope, scope = _label(item, "scope", _SCOPES, where, problems)
+            ok_dur, durability = _label(item, "durability", _DURABILITIES, where, problems)
+            if ok_scope and ok_dur:
+                out.append(SummaryUpdate(name, summary.strip(), scope, durability))
+    return out
+
+
+def _new_fact(item: Any, where: str, problems: _Problems) -> NewFact | None:
+    if not isinstance(item, Mapping):
+        problems.add(f"{where} is {type(item).__name__}, not an object")
+        return None
+    content = item.get("content")
+    if not isinstance(content, str) or not content.strip():
+        problems.add(f"{where}.content is missing or not text")
+        return None
+    category = item.get("category", "context")
+    if not isinstance(category, str) or not category.strip():
+        problems.add(f"{where}.category={category!r} is not a name")
+        return None
+    confidence = normalise_confidence(item.get("confidence"))
+    if confidence is None:
+        problems.add(f"{where}.confidence={item.get('confidence')!r} is not usable")
+        return None
+    source_error = item.get("sourceError")
+    if source_error is not None and not isinstance(source_error, str):
+        problems.add(f"{where}.sourceError is {type(source_error).__name__}, not text")
+        source_error = None
+    ok_scope, scope = _label(item, "scope", _SCOPES, where, problems)
+    ok_dur, durability = _label(item, "durability", _DURABILITIES, where, problems)
+    if not (ok_scope and ok_dur):
+        return None
+    return NewFact(
+        content=content.strip(),
+        category=category.strip().lower(),
+        confidence=confidence,
+        source_error=(source_error or "").strip() or None,
+        scope=scope,
+        durability=durability,
+    )
+
+
+def _resolve_ref(raw: object, refs: Mapping[str, str]) -> str | None:
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raw = f"f{raw}"
+    if not isinstance(raw, str):
+        return None
+    text = raw.strip()
+    match = _REF.fullmatch(text)
+    if match:
+        return refs.get(f"f{int(match.group(1))}")
+    return text if text in refs.values() else None
+
+
+def parse_reply(text: str | list[Any], *, refs: Mapping[str, str]) -> ChangeSet:
+    """Parse a model's extraction reply (a string or a list of content blocks).
+
+    ``refs`` maps the prompt's fact refs (``f1``...) to real fact ids; removals of unknown
+    refs are ignored, ``replacedBy`` is re-indexed to the kept new facts.
+
+    Raises:
+        ExtractionError: no JSON object with a reply key was found, or the object held
+            problems and nothing usable (carries the truncated raw text).
+    """
+    raw = flatten_content(text)
+    data = _find_object(raw)
+    if data is None:
+        what = "an empty reply" if not raw.strip() else f"a {len(raw)}-char reply"
+        raise ExtractionError(
+            f"no JSON object with any of {', '.join(REPLY_KEYS)} in {what}; "
+            "the model did not follow the output format",
+            raw=raw,
+        )
+    problems = _Problems()
+    summaries = _summaries(data, problems)
+
+    new_facts: list[NewFact] = []
+    kept_index: dict[int, int] = {}
+    raw_facts = data.get("newFacts", [])
+    if raw_facts is None:
+        raw_facts = []
+    if not isinstance(raw_facts, list):
+        problems.add(f"newFacts is {type(raw_facts).__name__}, not a list")
+        raw_facts = []
+    for index, item in enumerate(raw_facts):
+        fact = _new_fact(item, f"newFacts[{index}]", problems)
+        if fact is not None:
+            kept_index[index] = len(new_facts)
+            new_facts.append(fact)
+
+    removals: list[FactRemoval] = []
+    raw_removals = data.get("factsToRemove", [])
+    if raw_removals is None:
+        raw_removals = []
+    if not isinstance(raw_removals, list):
+        problems.add(f"factsToRemove is {type(raw_removals).__name__}, not a list")
+        raw_removals = []
+    seen: set[str] = set()
+    for index, item in enumerate(raw_removals):
+        where = f"factsToRemove[{index}]"
+        if not isinstance(item, Mapping):
+            problems.add(f"{where} is {type(item).__name__}, not an object")
+            continue
+        fact_id = _resolve_ref(item.get("ref"), refs)
+        if fact_id is None:
+            log.debug("%s: ignoring unknown ref %r", where, item.get("ref"))
+            continue
+        if fact_id in seen:
+            continue
+        seen.add(fact_id)
+        reason = item.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            problems.add(f"{where}.reason is {type(reason).__name__}, not text")
+            reason = None
+        replaced = item.get("replacedBy")
+        replaced_by: int | None = None
+        if isinstance(replaced, int) and not isinstance(replaced, bool):
+            replaced_by = kept_index.get(replaced)
+            if replaced_by is None:
+                problems.add(f"{where}.replacedBy={replaced} names no kept new fact")
+        elif replaced is not None:
+            problems.add(f"{where}.replacedBy={replaced!r} is not an index")
+        removals.append(FactRemoval(fact_id, (reason or "").strip(), replaced_by))
+
+    if problems:
+        log.warning(
+            "extraction reply: dropped or mistyped %d item(s), removals disabled: %s",
+            len(problems.items),
+            "; ".join(problems.items[:5]),
+        )
+        if not (summaries or new_facts or removals):
+            raise ExtractionError(
+                "the model's reply had no usable item: " + "; ".join(problems.items[:5]), raw=raw
+            )
+    return ChangeSet(
+        summaries=tuple(summaries),
+        new_facts=tuple(new_facts),
+        removals=tuple(removals),
+        removals_allowed=not problems,
+    )

@@ -1,0 +1,263 @@
+"""``LLMExtractor``: folds new turns into a change set with one chat-model call.
+
+The prompt has two parts. The system message (rules, categories, confidence bands, output
+shape) is identical on every call, so providers can cache it. The user message carries a
+compact view of current memory (the six summaries and facts as short refs ``f1 [preference
+0.90] ...``, no ids or metadata), the new turns with each message cut to its head and
+tail, and hints for detected signals. All conversation and memory text is escaped, so it
+cannot close or forge the prompt's sections.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from memfold.errors import ConfigError
+from memfold.extract._parse import parse_reply
+from memfold.extract.base import Extraction, ExtractionRequest, Usage
+from memfold.llm.base import ChatMessage, ChatModel, Completion
+from memfold.model import (
+    DEFAULT_CATEGORIES,
+    HISTORY_SECTIONS,
+    USER_SECTIONS,
+    MemoryDocument,
+    Message,
+    Signals,
+)
+
+__all__ = [
+    "EXTRACTION_SCHEMA",
+    "SYSTEM_TEMPLATE",
+    "USER_TEMPLATE",
+    "LLMExtractor",
+    "compact_memory",
+    "format_turns",
+]
+
+SYSTEM_TEMPLATE = "extraction_system.txt"
+USER_TEMPLATE = "extraction_user.txt"
+#: Longest message text kept in the prompt; longer messages keep their head and tail.
+MAX_MESSAGE_CHARS = 1000
+
+_SUMMARY_ITEM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "shouldUpdate": {"type": "boolean"},
+        "summary": {"type": "string"},
+        "scope": {"enum": ["user", "task"]},
+        "durability": {"enum": ["durable", "temporary"]},
+    },
+    "required": ["shouldUpdate"],
+}
+#: JSON schema of the reply, passed to models that support structured output.
+EXTRACTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "user": {
+            "type": "object",
+            "properties": dict.fromkeys(USER_SECTIONS, _SUMMARY_ITEM),
+        },
+        "history": {
+            "type": "object",
+            "properties": dict.fromkeys(HISTORY_SECTIONS, _SUMMARY_ITEM),
+        },
+        "newFacts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string"},
+                    "category": {"type": "string"},
+                    "confidence": {"type": "number"},
+                    "sourceError": {"type": ["string", "null"]},
+                    "scope": {"enum": ["user", "task"]},
+                    "durability": {"enum": ["durable", "temporary"]},
+                },
+                "required": ["content", "category", "confidence", "scope", "durability"],
+            },
+        },
+        "factsToRemove": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "ref": {"type": "string"},
+                    "reason": {"type": "string"},
+                    "replacedBy": {"type": ["integer", "null"]},
+                },
+                "required": ["ref"],
+            },
+        },
+    },
+    "required": ["newFacts", "factsToRemove"],
+}
+
+_CORRECTION_HINT = (
+    "- The user corrected the assistant in these turns. Record what the user wants instead "
+    'as a "correction" fact with confidence 0.95 or more, and put what the assistant got '
+    "wrong in its sourceError."
+)
+_REINFORCEMENT_HINT = (
+    "- The user confirmed that an answer or behaviour was right. Keep the facts behind it; "
+    "if the confirmed preference is not listed yet, add it with confidence 0.9 or more."
+)
+
+
+def _escape(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    head = limit * 3 // 5
+    tail = limit - head
+    return f"{text[:head]} [... {len(text) - limit} chars cut ...] {text[-tail:]}"
+
+
+def compact_memory(document: MemoryDocument) -> tuple[str, dict[str, str]]:
+    """The memory view the model sees, and the map from refs (``f1``...) to fact ids.
+
+    Refs number facts in document order; text is escaped and kept on one line each.
+    """
+    lines: list[str] = []
+    for group, sections in (("user", USER_SECTIONS), ("history", HISTORY_SECTIONS)):
+        for name in sections:
+            text = _one_line(document.summary(name))
+            lines.append(f"{group}.{name}: {_escape(text) if text else '(empty)'}")
+    refs: dict[str, str] = {}
+    if document.facts:
+        lines.append(f"facts ({len(document.facts)}):")
+    else:
+        lines.append("facts: none")
+    for number, fact in enumerate(document.facts, start=1):
+        ref = f"f{number}"
+        refs[ref] = fact.id
+        category = _escape(_one_line(fact.category))
+        lines.append(f"{ref} [{category} {fact.confidence:.2f}] {_escape(_one_line(fact.content))}")
+    return "\n".join(lines), refs
+
+
+def format_turns(messages: Sequence[Message], *, max_chars: int = MAX_MESSAGE_CHARS) -> str:
+    """One ``<user>``/``<assistant>`` element per message, text cut to head and tail
+    (``max_chars``) and escaped so it cannot close or open prompt sections."""
+    return "\n".join(
+        f"<{m.role}>{_escape(_cut(m.content.strip(), max_chars))}</{m.role}>" for m in messages
+    )
+
+
+def _hints(signals: Signals) -> str:
+    lines = []
+    if signals.correction:
+        lines.append(_CORRECTION_HINT)
+    if signals.reinforcement:
+        lines.append(_REINFORCEMENT_HINT)
+    return "\nNotes:\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+def _load(name: str, templates_dir: Path | None) -> Template:
+    if templates_dir is not None and (templates_dir / name).is_file():
+        path = templates_dir / name
+        try:
+            return Template(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read prompt template {path}: {exc.strerror}") from exc
+    return Template(resources.files("memfold.templates").joinpath(name).read_text("utf-8"))
+
+
+def _fill(template: Template, name: str, values: Mapping[str, str]) -> str:
+    try:
+        return template.substitute(values)
+    except (KeyError, ValueError) as exc:
+        raise ConfigError(
+            f"prompt template {name}: bad placeholder {exc}; it may use only "
+            f"{', '.join('$' + k for k in values)} (write $$ for a literal $)"
+        ) from exc
+
+
+class LLMExtractor:
+    """Extractor that asks a chat model for a change set (see the module docstring).
+
+    ``counter`` counts tokens when the provider reports no usage; without either, usage
+    is zero. ``templates_dir`` may hold ``extraction_system.txt`` and/or
+    ``extraction_user.txt`` replacing the packaged ones.
+
+    Raises:
+        ConfigError: a template override cannot be read or has unknown placeholders.
+    """
+
+    name = "llm"
+
+    def __init__(
+        self,
+        chat_model: ChatModel,
+        *,
+        counter: Callable[[str], int] | None = None,
+        templates_dir: Path | None = None,
+        timeout: float = 120.0,
+        categories: Sequence[str] = DEFAULT_CATEGORIES,
+        max_message_chars: int = MAX_MESSAGE_CHARS,
+    ) -> None:
+        if timeout <= 0:
+            raise ValueError(f"timeout={timeout}: must be positive seconds")
+        if not categories:
+            raise ValueError("categories must name at least one category")
+        self.chat_model = chat_model
+        self.counter = counter
+        self.timeout = timeout
+        self.max_message_chars = max_message_chars
+        self._user_template = _load(USER_TEMPLATE, templates_dir)
+        self.system_prompt = _fill(
+            _load(SYSTEM_TEMPLATE, templates_dir),
+            SYSTEM_TEMPLATE,
+            {"categories": ", ".join(categories)},
+        )
+        # Fail at construction, not mid-update, when an override has a bad placeholder.
+        _fill(self._user_template, USER_TEMPLATE, {"memory": "", "conversation": "", "hints": ""})
+
+    def prompt(self, request: ExtractionRequest) -> tuple[list[ChatMessage], dict[str, str]]:
+        """The messages :meth:`propose` sends, and the ref → fact id map for parsing."""
+        memory, refs = compact_memory(request.document)
+        user = _fill(
+            self._user_template,
+            USER_TEMPLATE,
+            {
+                "memory": memory,
+                "conversation": format_turns(request.messages, max_chars=self.max_message_chars),
+                "hints": _hints(request.signals),
+            },
+        )
+        return [ChatMessage("system", self.system_prompt), ChatMessage("user", user)], refs
+
+    def propose(self, request: ExtractionRequest) -> Extraction:
+        """Ask the model about the new turns and parse its reply into a change set.
+
+        Raises:
+            ChatModelError: the model call failed (the queue retries).
+            ExtractionError: the reply held no usable JSON object (the queue retries).
+        """
+        messages, refs = self.prompt(request)
+        completion = self.chat_model.complete(
+            messages, json_schema=EXTRACTION_SCHEMA, timeout=self.timeout
+        )
+        change_set = parse_reply(completion.text, refs=refs)
+        return Extraction(change_set=change_set, usage=self._usage(messages, completion))
+
+    def _usage(self, messages: Sequence[ChatMessage], completion: Completion) -> Usage:
+        if completion.usage is not None:
+            return completion.usage
+        if self.counter is None:
+            return Usage()
+        return Usage(
+            prompt_tokens=sum(self.counter(m.content) for m in messages),
+            completion_tokens=self.counter(completion.text),
+        )

@@ -1,0 +1,208 @@
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1, for tests and examples.
+
+It implements ``POST /v1/chat/completions`` and answers each request with the next
+scripted :class:`FakeReply`: a normal completion, an HTTP error (429, 500, ...), a body
+that is not JSON, or a hang longer than the client's timeout. With
+``reject_response_format=True`` it behaves like servers that refuse JSON mode: any request
+carrying ``response_format`` gets a 400 without consuming the script.
+
+    with FakeOpenAIServer() as server:
+        server.script(FakeReply.text('{"newFacts": []}'))
+        model = OpenAIChatModel("fake", base_url=server.base_url, api_key_env=None)
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["FakeOpenAIServer", "FakeReply"]
+
+
+@dataclass(frozen=True, slots=True)
+class FakeReply:
+    """One scripted answer: an HTTP status, a body, extra headers, an optional hang."""
+
+    status: int = 200
+    body: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    hang_seconds: float = 0.0
+
+    @classmethod
+    def text(
+        cls, content: Any, *, prompt_tokens: int | None = 10, completion_tokens: int = 5
+    ) -> FakeReply:
+        """A successful completion whose message content is ``content`` (a string or a
+        list of content parts); ``prompt_tokens=None`` leaves out the usage block."""
+        payload: dict[str, Any] = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "fake",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+        if prompt_tokens is not None:
+            payload["usage"] = {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            }
+        return cls(body=json.dumps(payload))
+
+    @classmethod
+    def error(cls, status: int, message: str = "scripted error") -> FakeReply:
+        """An HTTP error with an OpenAI-shaped error body; 429 asks for a 10 ms retry."""
+        body = json.dumps({"error": {"message": message, "type": "fake_error", "code": status}})
+        headers = (("retry-after-ms", "10"),) if status == 429 else ()
+        return cls(status=status, body=body, headers=headers)
+
+    @classmethod
+    def malformed(cls, body: str = '{"choices": [') -> FakeReply:
+        """A 200 whose body is not valid JSON."""
+        return cls(body=body)
+
+    @classmethod
+    def hang(cls, seconds: float = 5.0) -> FakeReply:
+        """Wait ``seconds`` (or until the server stops) before answering."""
+        return cls(hang_seconds=seconds, body=FakeReply.text("{}").body)
+
+
+@dataclass
+class _State:
+    script: deque[FakeReply] = field(default_factory=deque)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    stopping: threading.Event = field(default_factory=threading.Event)
+    reject_response_format: bool = False
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet in tests
+        return
+
+    def do_POST(self) -> None:
+        state = self.server.state
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            request = json.loads(raw or b"{}")
+        except json.JSONDecodeError:
+            request = {"_unparsed": raw.decode("utf-8", "replace")}
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(FakeReply.error(404, f"unknown path {self.path}"))
+            return
+        with state.lock:
+            state.requests.append(request)
+            if state.reject_response_format and "response_format" in request:
+                reply = FakeReply.error(400, "response_format is not supported by this server")
+            elif state.script:
+                reply = state.script.popleft()
+            else:
+                reply = FakeReply.error(500, "fake server: the script is exhausted")
+        if reply.hang_seconds and state.stopping.wait(reply.hang_seconds):
+            return
+        self._send(reply)
+
+    def _send(self, reply: FakeReply) -> None:
+        body = reply.body.encode("utf-8")
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            for name, value in reply.headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout); nothing to answer
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    state: _State
+
+
+class FakeOpenAIServer:
+    """Starts on a free port of 127.0.0.1; ``base_url`` ends in ``/v1``. Thread-safe."""
+
+    def __init__(self, *, reject_response_format: bool = False) -> None:
+        self._state = _State(reject_response_format=reject_response_format)
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        if self._server is not None:
+            return
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.state = self._state
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Release hanging requests, stop serving and close the socket."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        self._state.stopping.set()
+        server.shutdown()
+        server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("FakeOpenAIServer is not started; use it as a context manager")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    @property
+    def reject_response_format(self) -> bool:
+        return self._state.reject_response_format
+
+    @reject_response_format.setter
+    def reject_response_format(self, value: bool) -> None:
+        with self._state.lock:
+            self._state.reject_response_format = value
+
+    def script(self, *replies: FakeReply | str) -> None:
+        """Queue replies; a plain string is a successful completion with that text."""
+        with self._state.lock:
+            for reply in replies:
+                self._state.script.append(
+                    FakeReply.text(reply) if isinstance(reply, str) else reply
+                )
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies received so far (a copy)."""
+        with self._state.lock:
+            return list(self._state.requests)
+
+    @property
+    def pending(self) -> int:
+        """Scripted replies not used yet."""
+        with self._state.lock:
+            return len(self._state.script)

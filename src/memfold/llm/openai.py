@@ -1,0 +1,232 @@
+"""An OpenAI-compatible chat model through the official ``openai`` SDK.
+
+Works with OpenAI and with servers that speak the same API (Ollama, vLLM, llama.cpp,
+LiteLLM, ...). JSON mode is used where the server accepts it: with ``json_mode="auto"``
+a request the server rejects because of ``response_format`` is retried once with a
+weaker mode (schema → JSON object → none), and the instance remembers not to send it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from memfold.errors import ConfigError
+from memfold.extract.base import Usage
+from memfold.llm.base import ChatMessage, ChatModelError, Completion, flatten_content
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = ["LOCAL_API_KEY", "OpenAIChatModel"]
+
+log = logging.getLogger("memfold.llm")
+
+#: Sent as the key when ``api_key_env`` is None (local servers ignore it, the SDK needs one).
+LOCAL_API_KEY = "memfold-no-key"
+
+JsonMode = Literal["auto", "on", "off"]
+
+# Response-format levels, strongest first.
+_SCHEMA, _OBJECT, _NONE = 2, 1, 0
+_REJECTION_WORDS = ("response_format", "response format", "json")
+_REJECTION_STATUSES = frozenset({400, 422})
+_NOT_RETRYABLE = frozenset({400, 401, 403, 404, 422})
+
+
+def _import_openai() -> Any:
+    try:
+        import openai
+    except ImportError as exc:
+        raise ConfigError(
+            "llm.provider=openai needs the openai package: pip install 'memfold[openai]'",
+            key="llm.provider",
+        ) from exc
+    return openai
+
+
+class OpenAIChatModel:
+    """A :class:`~memfold.llm.base.ChatModel` over ``/v1/chat/completions``.
+
+    The API key is read from the environment variable named by ``api_key_env`` (never
+    from configuration files); ``api_key_env=None`` is for local servers without keys.
+
+    Raises:
+        ConfigError: the ``openai`` package is missing, or the key variable is not set.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        temperature: float = 0.0,
+        json_mode: JsonMode = "auto",
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        if not model:
+            raise ValueError("model must be a non-empty model name, e.g. 'gpt-4o-mini'")
+        if json_mode not in ("auto", "on", "off"):
+            raise ValueError(f"json_mode={json_mode!r}: use 'auto', 'on' or 'off'")
+        sdk = _import_openai()
+        env = os.environ if environ is None else environ
+        if api_key_env is None:
+            api_key = LOCAL_API_KEY
+        else:
+            api_key = env.get(api_key_env, "")
+            if not api_key:
+                raise ConfigError(
+                    f"environment variable {api_key_env} is not set: export it with your API "
+                    "key, or set llm.api_key_env to null for a local server that needs none",
+                    key="llm.api_key_env",
+                )
+        self.model = model
+        self.base_url = base_url
+        self.timeout = timeout
+        self.temperature = temperature
+        self.json_mode: JsonMode = json_mode
+        self._client: openai.OpenAI = sdk.OpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+        )
+        self._level_cap = _SCHEMA if json_mode != "off" else _NONE
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
+
+    def __enter__(self) -> OpenAIChatModel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
+
+    @property
+    def json_mode_disabled(self) -> bool:
+        """True once the server rejected every ``response_format`` we tried."""
+        return self.json_mode != "off" and self._level_cap == _NONE
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        """Send ``messages`` and return the reply text and token usage.
+
+        Raises:
+            ChatModelError: timeout, connection failure, rate limit, server or client error,
+                or a reply without text.
+        """
+        sdk = _import_openai()
+        wire = [{"role": m.role, "content": m.content} for m in messages]
+        wanted = _SCHEMA if json_schema is not None else _OBJECT
+        while True:
+            with self._lock:
+                level = min(wanted, self._level_cap)
+            kwargs: dict[str, Any] = {
+                "model": self.model,
+                "messages": wire,
+                "temperature": self.temperature,
+                "timeout": self.timeout if timeout is None else timeout,
+            }
+            if level == _SCHEMA and json_schema is not None:
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "memfold_reply", "schema": dict(json_schema)},
+                }
+            elif level >= _OBJECT:
+                kwargs["response_format"] = {"type": "json_object"}
+            try:
+                response = self._client.chat.completions.create(**kwargs)
+            except sdk.APIStatusError as exc:
+                if level > _NONE and self.json_mode == "auto" and _rejects_format(exc):
+                    with self._lock:
+                        self._level_cap = min(self._level_cap, level - 1)
+                    log.info(
+                        "%s rejected response_format (%s); retrying without it",
+                        self.base_url or "the server",
+                        "json_schema" if level == _SCHEMA else "json_object",
+                    )
+                    continue
+                raise _translate(sdk, exc, self) from exc
+            except sdk.OpenAIError as exc:
+                raise _translate(sdk, exc, self) from exc
+            except ValueError as exc:  # the SDK lets a body that is not JSON escape as-is
+                raise ChatModelError(
+                    f"{_where(self)}: the reply body is not valid JSON ({exc}); "
+                    "is llm.base_url an OpenAI-compatible endpoint?"
+                ) from exc
+            return _completion(response, self)
+
+
+def _rejects_format(exc: Any) -> bool:
+    if exc.status_code not in _REJECTION_STATUSES:
+        return False
+    text = str(exc).lower()
+    return any(word in text for word in _REJECTION_WORDS)
+
+
+def _where(model: OpenAIChatModel) -> str:
+    return f"model {model.model!r} at {model.base_url or 'api.openai.com'}"
+
+
+def _translate(sdk: Any, exc: Exception, model: OpenAIChatModel) -> ChatModelError:
+    where = _where(model)
+    if isinstance(exc, sdk.APITimeoutError):
+        return ChatModelError(f"{where}: no reply within the timeout; raise llm.timeout_seconds")
+    if isinstance(exc, sdk.APIConnectionError):
+        return ChatModelError(f"{where}: cannot connect ({exc}); check llm.base_url")
+    if isinstance(exc, sdk.RateLimitError):
+        return ChatModelError(f"{where}: rate limited (HTTP 429); will retry later", status=429)
+    if isinstance(exc, sdk.APIStatusError):
+        status = int(exc.status_code)
+        hint = {
+            401: "; check the key in llm.api_key_env",
+            403: "; the key lacks access to this model",
+            404: "; check llm.model and llm.base_url",
+        }.get(status, "")
+        return ChatModelError(
+            f"{where}: HTTP {status}: {_short(exc.message)}{hint}",
+            status=status,
+            retryable=status not in _NOT_RETRYABLE,
+        )
+    return ChatModelError(f"{where}: {type(exc).__name__}: {_short(str(exc))}")
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _completion(response: Any, model: OpenAIChatModel) -> Completion:
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise ChatModelError(f"{_where(model)}: the reply has no choices")
+    message = getattr(choices[0], "message", None)
+    text = flatten_content(getattr(message, "content", None))
+    if not text.strip():
+        refusal = getattr(message, "refusal", None)
+        reason = f"refused: {_short(str(refusal))}" if refusal else "the reply has no text"
+        raise ChatModelError(f"{_where(model)}: {reason}")
+    return Completion(text=text, usage=_usage(getattr(response, "usage", None)))
+
+
+def _usage(raw: Any) -> Usage | None:
+    if raw is None:
+        return None
+    prompt = getattr(raw, "prompt_tokens", None)
+    completion = getattr(raw, "completion_tokens", None)
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    return Usage(prompt_tokens=prompt, completion_tokens=completion)
