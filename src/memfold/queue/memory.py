@@ -1,0 +1,510 @@
+"""The in-process update queue: per-key debounce with a bounded wait, and a worker pool.
+
+Each key (thread, user, agent) has its own timer: an update runs ``debounce_seconds`` after
+the key's last record, but never later than ``max_wait_seconds`` after its first pending
+record, so steady traffic on one key delays neither that key forever nor any other key.
+Workers never run two jobs for the same (user, agent) at once, so their commits do not
+conflict. ``add`` only touches memory under a short lock; ``process`` runs with no lock held.
+
+Lock discipline: every field below ``_cond`` is guarded by it; ``process`` and logging of
+outcomes happen after it is released.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from memfold.model import Message, Scope, Signals
+from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key
+from memfold.queue.clock import Clock, SystemClock
+from memfold.watermark import merge_messages
+
+__all__ = ["InProcessQueue"]
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between two warnings about refused adds (the count in between is reported).
+_WARN_INTERVAL_SECONDS = 60.0
+#: Idle workers re-check the schedule at least this often (guards against a clock that is
+#: not the wall clock, e.g. a FakeClock moved without an add to wake anyone).
+_MAX_IDLE_WAIT_SECONDS = 1.0
+_MAX_ERROR_CHARS = 300
+
+
+@dataclass(order=True, slots=True)
+class _Entry:
+    """A timer in the heap: when ``key``'s pending item with ``version`` becomes due."""
+
+    due: float
+    version: int
+    key: JobKey = field(compare=False)
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A key's not-yet-started work; replaced in place by later records."""
+
+    messages: tuple[Message, ...]
+    signals: Signals
+    first_added: float
+    due: float = 0.0
+    version: int = 0
+    attempt: int = 1
+    urgent: bool = False
+    not_before: float = -math.inf  # a retry's backoff; a later record does not cut it short
+
+
+class _RateLimitedWarning:
+    """Log a recurring warning at most once per interval, with the count suppressed since."""
+
+    def __init__(self, interval: float) -> None:
+        self._interval = interval
+        self._last: float | None = None
+        self._suppressed = 0
+
+    def should_log(self, now: float) -> int | None:
+        """The number of events to report now, or None to stay quiet."""
+        if self._last is not None and now - self._last < self._interval:
+            self._suppressed += 1
+            return None
+        count = self._suppressed + 1
+        self._last, self._suppressed = now, 0
+        return count
+
+
+def _check(name: str, value: float, low: float) -> None:
+    if not value >= low:  # also rejects NaN
+        raise ValueError(f"{name}={value!r}: must be at least {low}")
+
+
+class InProcessQueue:
+    """A debounced, keyed queue running ``process(job)`` on a pool of worker threads.
+
+    With ``start=False`` no thread is started: tests drive it with a ``FakeClock`` and
+    :meth:`run_due`, and :meth:`flush` runs the jobs in the calling thread. ``process`` may
+    return an object with a ``usage`` attribute (``prompt_tokens``/``completion_tokens``);
+    the queue sums it into :meth:`status`. Any exception it raises is retried with
+    exponential backoff, then the job is dropped with an error log naming the key.
+    """
+
+    def __init__(
+        self,
+        process: Callable[[Job], object],
+        *,
+        debounce_seconds: float = 30.0,
+        max_wait_seconds: float = 120.0,
+        workers: int = 4,
+        max_pending: int = 10_000,
+        retry_attempts: int = 3,
+        retry_backoff_seconds: float = 2.0,
+        shutdown_timeout_seconds: float = 30.0,
+        clock: Clock | None = None,
+        start: bool = True,
+    ) -> None:
+        """Raises:
+        ValueError: naming the first option out of range.
+        """
+        _check("debounce_seconds", debounce_seconds, 0)
+        _check("max_wait_seconds", max_wait_seconds, 0)
+        _check("workers", workers, 1)
+        _check("max_pending", max_pending, 1)
+        _check("retry_attempts", retry_attempts, 1)
+        _check("retry_backoff_seconds", retry_backoff_seconds, 0)
+        _check("shutdown_timeout_seconds", shutdown_timeout_seconds, 0)
+        self._process = process
+        self._debounce = float(debounce_seconds)
+        self._max_wait = float(max_wait_seconds)
+        self._worker_count = workers
+        self._max_pending = max_pending
+        self._retry_attempts = retry_attempts
+        self._backoff = float(retry_backoff_seconds)
+        self._shutdown_timeout = float(shutdown_timeout_seconds)
+        self._clock: Clock = clock if clock is not None else SystemClock()
+
+        self._cond = threading.Condition(threading.Lock())
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._pending: dict[JobKey, _Pending] = {}
+        self._heap: list[_Entry] = []
+        self._blocked: dict[Scope, list[_Entry]] = {}  # due, but their scope was busy
+        self._in_flight: dict[JobKey, Job] = {}
+        self._busy_scopes: set[Scope] = set()
+        self._sequence = itertools.count(1)
+        self._flushing = 0
+        self._closed = False
+        self._close_result: bool | None = None
+        self._reject_warning = _RateLimitedWarning(_WARN_INTERVAL_SECONDS)
+        self._closed_warning = _RateLimitedWarning(_WARN_INTERVAL_SECONDS)
+        self._processed = 0
+        self._failed = 0
+        self._dropped = 0
+        self._rejected = 0
+        self._retried = 0
+        self._last_error: str | None = None
+        self._prompt_tokens = 0
+        self._completion_tokens = 0
+        if start:
+            self.start()
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the worker threads (once; a no-op when they run or the queue is closed)."""
+        with self._cond:
+            if self._threads or self._closed:
+                return
+            for index in range(self._worker_count):
+                thread = threading.Thread(
+                    target=self._work, name=f"memfold-queue-{index}", daemon=True
+                )
+                self._threads.append(thread)
+            for thread in self._threads:
+                thread.start()
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Drain within ``timeout`` (default ``shutdown_timeout_seconds``), then stop the
+        workers. Keys not processed by then are logged by name; their messages stay after
+        the watermark, so the thread's next record sends them again. Idempotent: a second
+        call returns the first one's result. Returns whether everything was processed."""
+        with self._cond:
+            if self._close_result is not None or self._closed:
+                return bool(self._close_result)
+            self._closed = True
+        budget = self._shutdown_timeout if timeout is None else timeout
+        deadline = time.monotonic() + budget
+        drained = self.flush(budget)
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        with self._cond:
+            left = [*self._in_flight, *self._pending]
+            self._close_result = drained and not left
+        if left:
+            logger.warning(
+                "memfold queue closed with %d update(s) not done within %.1fs; their "
+                "messages will be sent again on the thread's next record: %s",
+                len(left),
+                budget,
+                "; ".join(describe_key(key) for key in left),
+            )
+        return self._close_result
+
+    def __enter__(self) -> InProcessQueue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- producer side ---------------------------------------------------------------
+
+    def add(
+        self,
+        key: JobKey,
+        messages: Sequence[Message],
+        signals: Signals = NO_SIGNALS,
+        *,
+        urgent: bool = False,
+    ) -> bool:
+        """Enqueue a thread's latest messages; never blocks on work, never raises on load.
+
+        A pending item for the same key is replaced (latest messages win) and its signals
+        are OR-merged. ``urgent`` makes the key due at once and merges rather than replaces,
+        so neither the messages about to be summarised away nor newer pending ones are lost.
+        Returns False when refused: a new key beyond ``max_pending``, or the queue is closed.
+        """
+        batch = tuple(messages)
+        warn: tuple[str, int] | None = None
+        with self._cond:
+            now = self._clock.now()
+            if self._closed:
+                self._rejected += 1
+                count = self._closed_warning.should_log(now)
+                warn = None if count is None else ("closed", count)
+                admitted = False
+            else:
+                item = self._pending.get(key)
+                if item is None and len(self._pending) >= self._max_pending:
+                    self._rejected += 1
+                    count = self._reject_warning.should_log(now)
+                    warn = None if count is None else ("full", count)
+                    admitted = False
+                else:
+                    if item is None:
+                        item = _Pending(batch, signals, first_added=now, urgent=urgent)
+                        self._pending[key] = item
+                    else:
+                        merge = urgent or item.urgent
+                        item.messages = merge_messages(item.messages, batch) if merge else batch
+                        item.signals = item.signals.merge(signals)
+                        item.urgent = merge
+                        item.attempt = 1
+                    if item.urgent or self._flushing:
+                        due = now
+                    else:
+                        due = min(now + self._debounce, item.first_added + self._max_wait)
+                        due = max(due, item.not_before)
+                    self._schedule_locked(key, item, due)
+                    admitted = True
+        if warn is not None:
+            self._warn_refused(key, *warn)
+        return admitted
+
+    def _warn_refused(self, key: JobKey, reason: str, count: int) -> None:
+        if reason == "closed":
+            logger.warning(
+                "memfold queue is closed: update for %s not queued (%d refused since the "
+                "last warning); record before closing Memory",
+                describe_key(key),
+                count,
+            )
+        else:
+            logger.warning(
+                "memfold queue is full (%d pending keys): update for %s not queued (%d "
+                "refused since the last warning); raise max_pending or add workers",
+                self._max_pending,
+                describe_key(key),
+                count,
+            )
+
+    def _schedule_locked(self, key: JobKey, item: _Pending, due: float) -> None:
+        item.due = due
+        item.version = next(self._sequence)
+        heapq.heappush(self._heap, _Entry(due, item.version, key))
+        if len(self._heap) > 2 * len(self._pending) + 64:
+            self._compact_locked()
+        self._cond.notify()
+
+    def _compact_locked(self) -> None:
+        # Replaced items leave stale timers behind; rebuild so a hot key cannot grow the heap.
+        self._heap = [_Entry(i.due, i.version, k) for k, i in self._pending.items()]
+        heapq.heapify(self._heap)
+
+    # --- consumer side ---------------------------------------------------------------
+
+    def _take_locked(self, now: float) -> Job | None:
+        """Pop the earliest due job whose scope is free, marking the scope busy."""
+        while self._heap and self._heap[0].due <= now:
+            entry = heapq.heappop(self._heap)
+            item = self._pending.get(entry.key)
+            if item is None or item.version != entry.version:
+                continue  # a stale timer: the item was replaced or already taken
+            scope = Scope(entry.key[1], entry.key[2])
+            if scope in self._busy_scopes:
+                self._blocked.setdefault(scope, []).append(entry)
+                continue
+            del self._pending[entry.key]
+            self._busy_scopes.add(scope)
+            job = Job(
+                entry.key,
+                item.messages,
+                item.signals,
+                attempt=item.attempt,
+                enqueued_at=item.first_added,
+                urgent=item.urgent,
+            )
+            self._in_flight[entry.key] = job
+            return job
+        return None
+
+    def _execute(self, job: Job) -> None:
+        """Run one job with no lock held, then record its outcome and free its scope."""
+        error: Exception | None = None
+        result: object = None
+        try:
+            result = self._process(job)
+        except Exception as exc:
+            error = exc
+        finally:
+            with self._cond:
+                outcome, delay = self._finish_locked(job, result, error)
+                self._cond.notify_all()
+        if error is not None:
+            self._log_failure(job, error, outcome, delay)
+
+    def _finish_locked(
+        self, job: Job, result: object, error: Exception | None
+    ) -> tuple[str, float]:
+        """Free the job's scope and record its outcome; return it and the retry delay."""
+        del self._in_flight[job.key]
+        self._busy_scopes.discard(job.scope)
+        for entry in self._blocked.pop(job.scope, ()):
+            heapq.heappush(self._heap, entry)
+        if error is None:
+            self._processed += 1
+            usage = getattr(result, "usage", None)
+            prompt = getattr(usage, "prompt_tokens", 0)
+            completion = getattr(usage, "completion_tokens", 0)
+            self._prompt_tokens += prompt if isinstance(prompt, int) else 0
+            self._completion_tokens += completion if isinstance(completion, int) else 0
+            return "done", 0.0
+        self._failed += 1
+        self._last_error = f"{describe_key(job.key)}: {type(error).__name__}: {error}"[
+            :_MAX_ERROR_CHARS
+        ]
+        now = self._clock.now()
+        delay = 0.0 if self._flushing else self._backoff * 2 ** (job.attempt - 1)
+        newer = self._pending.get(job.key)
+        if newer is not None:
+            # A record arrived during the attempt: it holds the thread's latest messages,
+            # so it replaces the retry, keeping what the failed job signalled and its age.
+            newer.signals = newer.signals.merge(job.signals)
+            newer.first_added = min(newer.first_added, job.enqueued_at)
+            newer.not_before = max(newer.not_before, now + delay)
+            if job.urgent:
+                newer.messages = merge_messages(job.messages, newer.messages)
+                newer.urgent = True
+            target = now if newer.urgent else min(newer.due, newer.first_added + self._max_wait)
+            self._schedule_locked(job.key, newer, max(target, newer.not_before))
+            return "superseded", delay
+        if job.attempt >= self._retry_attempts:
+            self._dropped += 1
+            return "dropped", 0.0
+        retry = _Pending(
+            job.messages,
+            job.signals,
+            first_added=job.enqueued_at,
+            attempt=job.attempt + 1,
+            urgent=job.urgent,
+            not_before=now + delay,
+        )
+        self._pending[job.key] = retry
+        self._schedule_locked(job.key, retry, retry.not_before)
+        self._retried += 1
+        return "retry", delay
+
+    def _log_failure(self, job: Job, error: Exception, outcome: str, delay: float) -> None:
+        where = describe_key(job.key)
+        attempts = f"attempt {job.attempt}/{self._retry_attempts}"
+        if outcome == "dropped":
+            logger.error(
+                "memfold update for %s failed (%s); dropped. The watermark did not move, so "
+                "the thread's next record sends these messages again",
+                where,
+                attempts,
+                exc_info=error,
+            )
+        elif outcome == "retry":
+            logger.warning(
+                "memfold update for %s failed (%s): %s: %s; retrying in %.1fs",
+                where,
+                attempts,
+                type(error).__name__,
+                error,
+                delay,
+            )
+        else:
+            logger.warning(
+                "memfold update for %s failed (%s): %s: %s; a newer record for the thread "
+                "replaces the retry",
+                where,
+                attempts,
+                type(error).__name__,
+                error,
+            )
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._stop.is_set():
+                        return
+                    now = self._clock.now()
+                    job = self._take_locked(now)
+                    if job is not None:
+                        break
+                    wait = _MAX_IDLE_WAIT_SECONDS
+                    if self._heap:
+                        wait = min(wait, max(0.0, self._heap[0].due - now))
+                    self._cond.wait(wait)
+            self._execute(job)
+
+    def run_due(self, now: float | None = None) -> int:
+        """Run, in the calling thread and one at a time, every job due at ``now`` (default:
+        the clock's time), including jobs a finished one unblocked; return how many ran.
+
+        This is the deterministic step for tests (``start=False`` and a ``FakeClock``).
+        Retries are scheduled from the clock's time, so advance the clock, not ``now``.
+        """
+        ran = 0
+        while True:
+            with self._cond:
+                job = self._take_locked(self._clock.now() if now is None else now)
+            if job is None:
+                return ran
+            self._execute(job)
+            ran += 1
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Run everything pending now, due or not, and wait until nothing is pending or in
+        flight, or ``timeout`` seconds (real time) passed. Without worker threads the jobs
+        run in the calling thread. Retries during a flush skip their backoff. Returns
+        whether the queue drained."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            self._flushing += 1
+            now = self._clock.now()
+            for item in self._pending.values():
+                item.due = min(item.due, now)
+            self._compact_locked()
+            self._cond.notify_all()
+        try:
+            while True:
+                with self._cond:
+                    if not self._pending and not self._in_flight:
+                        return True
+                    remaining = math.inf if deadline is None else deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    job = None
+                    if not self._workers_running():
+                        job = self._take_locked(math.inf)
+                    if job is None:
+                        self._cond.wait(min(remaining, _MAX_IDLE_WAIT_SECONDS))
+                        continue
+                self._execute(job)
+        finally:
+            with self._cond:
+                self._flushing -= 1
+
+    def _workers_running(self) -> bool:
+        return not self._stop.is_set() and any(t.is_alive() for t in self._threads)
+
+    # --- introspection ---------------------------------------------------------------
+
+    def status(self) -> QueueStatus:
+        """Sizes and counters (O(pending keys) for the oldest age)."""
+        with self._cond:
+            now = self._clock.now()
+            oldest = min((i.first_added for i in self._pending.values()), default=now)
+            return QueueStatus(
+                pending=len(self._pending),
+                in_flight=len(self._in_flight),
+                oldest_pending_age_seconds=max(0.0, now - oldest),
+                processed=self._processed,
+                failed=self._failed,
+                dropped=self._dropped,
+                rejected=self._rejected,
+                retried=self._retried,
+                last_error=self._last_error,
+                prompt_tokens=self._prompt_tokens,
+                completion_tokens=self._completion_tokens,
+            )
+
+    def pending_keys(self) -> tuple[JobKey, ...]:
+        """Keys waiting to run (not those in flight), earliest due first."""
+        with self._cond:
+            return tuple(sorted(self._pending, key=lambda k: self._pending[k].due))
+
+    def in_flight_keys(self) -> tuple[JobKey, ...]:
+        """Keys whose job is running now."""
+        with self._cond:
+            return tuple(self._in_flight)
