@@ -245,22 +245,21 @@ class JsonFileStore:
         Raises:
             StorageError: the store's folders cannot be listed.
         """
-        try:
-            users = sorted(p for p in self._users.iterdir() if p.is_dir())
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise StorageError(f"cannot list {self._users}: {exc.strerror}") from exc
-        for user_dir in users:
-            folders = [user_dir]
-            agents = user_dir / "agents"
-            if agents.is_dir():
-                folders.extend(sorted(p for p in agents.iterdir() if p.is_dir()))
-            for folder in folders:
+        for user_dir in self._subfolders(self._users):
+            for folder in (user_dir, *self._subfolders(user_dir / "agents")):
                 if (folder / MEMORY_FILE).is_file():
                     scope = self._scope_of(folder)
                     if scope is not None:
                         yield scope
+
+    @staticmethod
+    def _subfolders(folder: Path) -> list[Path]:
+        try:
+            return sorted(p for p in folder.iterdir() if p.is_dir())
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StorageError(f"cannot list {folder}: {exc.strerror}") from exc
 
     def close(self) -> None:
         """Drop the read cache. Files need no closing; calling this twice is fine."""
