@@ -1,0 +1,216 @@
+"""The OpenAI-compatible adapter, through the real SDK against a local scripted server."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from memfold.errors import ConfigError
+from memfold.extract.base import ExtractionRequest, Usage
+from memfold.extract.llm import LLMExtractor
+from memfold.llm.base import ChatMessage, ChatModel, ChatModelError
+from memfold.llm.fake_server import FakeOpenAIServer, FakeReply
+from memfold.llm.openai import OpenAIChatModel
+from memfold.model import Message, empty_document
+
+HELLO = [ChatMessage("system", "Be brief."), ChatMessage("user", "hi")]
+SCHEMA = {"type": "object"}
+
+
+@pytest.fixture
+def model(server: FakeOpenAIServer) -> Iterator[OpenAIChatModel]:
+    with OpenAIChatModel(
+        "fake-model", base_url=server.base_url, api_key_env=None, timeout=0.5, max_retries=0
+    ) as chat:
+        yield chat
+
+
+def test_is_a_chat_model(model: OpenAIChatModel) -> None:
+    assert isinstance(model, ChatModel)
+
+
+def test_reply_text_and_usage_come_back(server: FakeOpenAIServer, model: OpenAIChatModel) -> None:
+    server.script(FakeReply.text("hello", prompt_tokens=12, completion_tokens=3))
+    completion = model.complete(HELLO, timeout=0.5)
+    assert completion.text == "hello"
+    assert completion.usage == Usage(12, 3)
+    sent = server.requests[0]
+    assert sent["model"] == "fake-model"
+    assert sent["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "hi"},
+    ]
+    assert sent["temperature"] == 0
+    assert sent["response_format"] == {"type": "json_object"}
+
+
+def test_schema_is_sent_as_structured_output(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    server.script("{}")
+    model.complete(HELLO, json_schema=SCHEMA, timeout=0.5)
+    sent = server.requests[0]["response_format"]
+    assert sent["type"] == "json_schema"
+    assert sent["json_schema"]["schema"] == SCHEMA
+
+
+def test_list_of_parts_content_is_flattened(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    server.script(FakeReply.text([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]))
+    assert model.complete(HELLO, timeout=0.5).text == "ab"
+
+
+def test_missing_usage_is_none(server: FakeOpenAIServer, model: OpenAIChatModel) -> None:
+    server.script(FakeReply.text("x", prompt_tokens=None))
+    assert model.complete(HELLO, timeout=0.5).usage is None
+
+
+def test_rejected_json_mode_falls_back_and_is_remembered() -> None:
+    with FakeOpenAIServer(reject_response_format=True) as strict:
+        with OpenAIChatModel(
+            "m", base_url=strict.base_url, api_key_env=None, timeout=0.5, max_retries=0
+        ) as chat:
+            strict.script("first", "second")
+            assert chat.complete(HELLO, json_schema=SCHEMA, timeout=0.5).text == "first"
+            assert chat.json_mode_disabled
+            assert chat.complete(HELLO, json_schema=SCHEMA, timeout=0.5).text == "second"
+        formats = [r.get("response_format", {}).get("type") for r in strict.requests]
+    # schema rejected, then json_object rejected, then plain; the next call goes plain at once
+    assert formats == ["json_schema", "json_object", None, None]
+
+
+def test_json_mode_off_never_sends_response_format(server: FakeOpenAIServer) -> None:
+    server.script("x")
+    with OpenAIChatModel(
+        "m", base_url=server.base_url, api_key_env=None, json_mode="off", max_retries=0
+    ) as chat:
+        chat.complete(HELLO, json_schema=SCHEMA, timeout=0.5)
+    assert "response_format" not in server.requests[0]
+
+
+def test_json_mode_on_does_not_fall_back() -> None:
+    with (
+        FakeOpenAIServer(reject_response_format=True) as strict,
+        OpenAIChatModel(
+            "m", base_url=strict.base_url, api_key_env=None, json_mode="on", max_retries=0
+        ) as chat,
+        pytest.raises(ChatModelError, match="HTTP 400") as info,
+    ):
+        chat.complete(HELLO, timeout=0.5)
+    assert info.value.status == 400
+    assert not info.value.retryable
+
+
+def test_rate_limit_is_a_retryable_chat_model_error(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    server.script(FakeReply.error(429, "slow down"))
+    with pytest.raises(ChatModelError, match="429") as info:
+        model.complete(HELLO, timeout=0.5)
+    assert info.value.retryable
+
+
+def test_sdk_retries_a_rate_limit_then_succeeds(server: FakeOpenAIServer) -> None:
+    server.script(FakeReply.error(429), "after the wait")
+    with OpenAIChatModel("m", base_url=server.base_url, api_key_env=None, max_retries=1) as chat:
+        assert chat.complete(HELLO, timeout=0.5).text == "after the wait"
+    assert len(server.requests) == 2
+
+
+def test_server_error_is_a_retryable_chat_model_error(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    server.script(FakeReply.error(500, "boom"))
+    with pytest.raises(ChatModelError, match=r"HTTP 500.*boom") as info:
+        model.complete(HELLO, timeout=0.5)
+    assert info.value.status == 500
+    assert info.value.retryable
+
+
+def test_hang_past_the_timeout_is_a_chat_model_error(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    server.script(FakeReply.hang(10))
+    with pytest.raises(ChatModelError, match="timeout"):
+        model.complete(HELLO, timeout=0.3)
+
+
+def test_malformed_body_is_a_chat_model_error(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    server.script(FakeReply.malformed())
+    with pytest.raises(ChatModelError, match="not valid JSON"):
+        model.complete(HELLO, timeout=0.5)
+
+
+def test_reply_without_text_is_a_chat_model_error(
+    server: FakeOpenAIServer, model: OpenAIChatModel
+) -> None:
+    server.script(FakeReply.text(None))
+    with pytest.raises(ChatModelError, match="no text"):
+        model.complete(HELLO, timeout=0.5)
+
+
+def test_unreachable_server_is_a_chat_model_error() -> None:
+    with FakeOpenAIServer() as gone:
+        url = gone.base_url
+    with (
+        OpenAIChatModel("m", base_url=url, api_key_env=None, max_retries=0) as chat,
+        pytest.raises(ChatModelError, match="cannot connect"),
+    ):
+        chat.complete(HELLO, timeout=0.5)
+
+
+def test_missing_key_variable_is_a_config_error_naming_it() -> None:
+    with pytest.raises(ConfigError, match="MEMFOLD_TEST_KEY") as info:
+        OpenAIChatModel("m", api_key_env="MEMFOLD_TEST_KEY", environ={})
+    assert info.value.key == "llm.api_key_env"
+
+
+def test_key_is_sent_but_never_logged(
+    server: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret = "sk-test-0123456789abcdef"
+    server.script(FakeReply.error(401, "invalid key"))
+    caplog.set_level(logging.DEBUG)
+    with OpenAIChatModel(
+        "m", base_url=server.base_url, environ={"K": secret}, api_key_env="K", max_retries=0
+    ) as chat:
+        with pytest.raises(ChatModelError) as info:
+            chat.complete(HELLO, timeout=0.5)
+        assert secret not in repr(chat)
+    assert not info.value.retryable
+    assert secret not in str(info.value)
+    assert secret not in caplog.text
+
+
+def test_extractor_runs_end_to_end_over_http(server: FakeOpenAIServer) -> None:
+    answer = {
+        "newFacts": [
+            {
+                "content": "Prefers Python",
+                "category": "preference",
+                "confidence": 92,
+                "scope": "user",
+                "durability": "durable",
+            }
+        ],
+        "factsToRemove": [],
+    }
+    server.script(FakeReply.text("```json\n" + json.dumps(answer) + "\n```", prompt_tokens=321))
+    with OpenAIChatModel("m", base_url=server.base_url, api_key_env=None, max_retries=0) as chat:
+        extraction = LLMExtractor(chat, timeout=2).propose(
+            ExtractionRequest(
+                empty_document(),
+                (Message("user", "I always use Python"), Message("assistant", "Noted")),
+            )
+        )
+    assert [(f.content, f.confidence) for f in extraction.change_set.new_facts] == [
+        ("Prefers Python", 0.92)
+    ]
+    assert extraction.usage == Usage(321, 5)
+    assert server.requests[0]["response_format"]["type"] == "json_schema"
