@@ -1,0 +1,486 @@
+"""Turn an agent's raw message list into the few messages memory should learn from.
+
+``capture`` normalises the shapes agents use (OpenAI-style dicts, LangChain messages,
+``(role, text)`` pairs) and keeps only what the user said and the assistant's final
+answers: tool traffic, system prompts, hidden messages (such as the injected memory block,
+which would otherwise feed on itself), upload listings and bare acknowledgements are
+dropped. ``format_for_prompt`` renders kept messages for an extraction prompt. Everything
+here is pure and runs on every agent turn, so the common paths avoid needless work.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Final
+
+from memfold.model import Message
+
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "capture",
+    "format_for_prompt",
+    "has_minimum_dialogue",
+    "is_trivial",
+    "strip_uploads",
+    "truncate_middle",
+]
+
+#: Characters of one message kept by ``format_for_prompt`` before its middle is elided.
+DEFAULT_MAX_CHARS: Final = 1000
+
+_USER: Final = "user"
+_ASSISTANT: Final = "assistant"
+_DROP: Final = ""
+
+# Role names (OpenAI dict roles, LangChain ``.type`` values, chunk class names) → kept role,
+# or _DROP for roles memory never learns from.
+_ROLES: Final[dict[str, str]] = {
+    "user": _USER,
+    "human": _USER,
+    "humanmessagechunk": _USER,
+    "assistant": _ASSISTANT,
+    "ai": _ASSISTANT,
+    "aimessagechunk": _ASSISTANT,
+    "model": _ASSISTANT,
+    "system": _DROP,
+    "systemmessagechunk": _DROP,
+    "developer": _DROP,
+    "tool": _DROP,
+    "toolmessagechunk": _DROP,
+    "function": _DROP,
+    "functionmessagechunk": _DROP,
+    "remove": _DROP,
+}
+_ACCEPTED_ROLES: Final = "user/human, assistant/ai, system, developer, tool, function"
+
+_ACCEPTED_SHAPES: Final = (
+    "an OpenAI-style dict with 'role' and 'content', a LangChain message (an object with "
+    ".type and .content), a (role, text) pair, or a memfold Message"
+)
+
+# Content-block types that carry text, and those that mean "the assistant is calling a tool".
+_TEXT_BLOCKS: Final = frozenset({"text", "input_text", "output_text"})
+_TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_call", "function_call", "server_tool_use"})
+
+_UPLOADS: Final = re.compile(
+    r"<uploaded_files\b[^>]*>.*?(?:</uploaded_files\s*>|\Z)", re.IGNORECASE | re.DOTALL
+)
+
+# --- trivial acknowledgements ------------------------------------------------------------
+
+#: Longest text (stripped) that can still be a bare acknowledgement.
+_TRIVIAL_MAX_CHARS: Final = 48
+
+# Each entry is a regex fragment; a space inside an entry matches optional whitespace.
+_ACK_EN: Final = (
+    "o+k+",
+    "o+ka+y+",
+    "okey",
+    "okie",
+    "k+",
+    "alright",
+    "all right",
+    "thanks",
+    "thank you",
+    "thank u",
+    "thx",
+    "thnx",
+    "tks",
+    "ty",
+    "tysm",
+    "tyvm",
+    "cheers",
+    "many thanks",
+    "thanks a lot",
+    "thanks a bunch",
+    "thanks so much",
+    "thank you so much",
+    "thank you very much",
+    "thanks again",
+    "much appreciated",
+    "appreciated",
+    "appreciate it",
+    "got it",
+    "gotcha",
+    "understood",
+    "noted",
+    "roger",
+    "roger that",
+    "cool",
+    "nice",
+    "sure",
+    "fine",
+    "sounds good",
+    "will do",
+    "i see",
+    "makes sense",
+    "no problem",
+    "np",
+    "no worries",
+    "great",
+    "awesome",
+    "ah+",
+    "oh+",
+    "h+m+",
+    "m+h+m+",
+    "lol",
+)
+_ACK_ZH: Final = (
+    "好",
+    "好的",
+    "好吧",
+    "好滴",
+    "好嘞",
+    "好哒",
+    "行",
+    "行吧",
+    "可以",
+    "嗯",
+    "恩",
+    "哦",
+    "噢",
+    "喔",
+    "谢谢",
+    "谢谢你",
+    "谢谢您",
+    "谢了",
+    "多谢",
+    "感谢",
+    "非常感谢",
+    "十分感谢",
+    "收到",
+    "明白",
+    "了解",
+    "知道",
+    "懂",
+    "没问题",
+)
+# Sentence-final particles that may follow an acknowledgement ("好的呀", "收到了").
+_PARTICLES_ZH: Final = ("了", "啦", "呀", "啊", "哈", "呢", "哈哈")
+
+
+def _ack_pattern() -> re.Pattern[str]:
+    acks = "|".join(a.replace(" ", r"\s*") for a in (*_ACK_EN, *_ACK_ZH))
+    tails = "|".join(_PARTICLES_ZH)
+    return re.compile(rf"(?:{acks})(?:\s*(?:{acks}|{tails}))*")
+
+
+_ACK: Final = _ack_pattern()
+_NON_WORD: Final = re.compile(r"[\W_]+")
+
+
+def is_trivial(text: str) -> bool:
+    """True when ``text`` is only an acknowledgement ("ok", "thanks!", "👍", "好的，谢谢").
+
+    Case, punctuation, emoji and whitespace are ignored; anything longer than a short
+    phrase is never trivial, so a real request that starts with "ok" is kept.
+    """
+    stripped = text.strip()
+    if len(stripped) > _TRIVIAL_MAX_CHARS:
+        return False
+    key = _NON_WORD.sub(" ", stripped.casefold()).strip()
+    return not key or _ACK.fullmatch(key) is not None
+
+
+def strip_uploads(text: str) -> str:
+    """Remove ``<uploaded_files>…</uploaded_files>`` blocks (any case, across lines)."""
+    if "<" not in text:
+        return text
+    return _UPLOADS.sub("", text).strip()
+
+
+# --- normalisation ------------------------------------------------------------------------
+
+
+def _flatten(content: object, index: int) -> tuple[str, bool]:
+    """Text of a message's content, and whether its blocks include a tool call."""
+    if isinstance(content, str):
+        return content.strip(), False
+    if content is None:
+        return "", False
+    if not isinstance(content, list | tuple):
+        raise TypeError(
+            f"messages[{index}]: content must be a string, None or a list of parts, "
+            f"got {type(content).__name__}"
+        )
+    texts: list[str] = []
+    calls_tool = False
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, Mapping):
+            kind = part.get("type")
+            if kind in _TEXT_BLOCKS:
+                text = part.get("text")
+                if isinstance(text, str):
+                    texts.append(text)
+            elif kind in _TOOL_BLOCKS:
+                calls_tool = True
+    return "\n".join(t for t in texts if t.strip()).strip(), calls_tool
+
+
+_Item = tuple[str, str, "str | None", bool]
+_DROPPED: Final[_Item] = (_DROP, "", None, True)
+
+
+def _flag(container: object, key: str) -> bool:
+    if not container:
+        return False
+    if type(container) is dict:
+        return bool(container.get(key))
+    return isinstance(container, Mapping) and bool(container.get(key))
+
+
+def _role(name: object, index: int) -> str:
+    if isinstance(name, str):
+        role = _ROLES.get(name)
+        if role is None:
+            role = _ROLES.get(name.lower())
+        if role is not None:
+            return role
+    raise ValueError(
+        f"messages[{index}]: unknown role {name!r}; expected one of {_ACCEPTED_ROLES} "
+        "(map custom roles to one of these before recording)"
+    )
+
+
+def _ident(raw_id: object) -> str | None:
+    if raw_id is None or raw_id == "":
+        return None
+    return raw_id if type(raw_id) is str else str(raw_id)
+
+
+def _from_mapping(raw: Mapping[str, object], index: int) -> _Item:
+    name = raw.get("role")
+    role = _ROLES.get(name) if type(name) is str else None
+    if role is None:
+        role = _role(name, index)
+    if role == _DROP:
+        return _DROPPED
+    content = raw.get("content")
+    if type(content) is str:
+        text, dropped = content.strip(), False
+    else:
+        text, dropped = _flatten(content, index)
+    dropped = (
+        dropped
+        or (role == _ASSISTANT and bool(raw.get("tool_calls") or raw.get("function_call")))
+        or _flag(raw.get("additional_kwargs"), "hide_from_ui")
+        or _flag(raw.get("metadata"), "hidden")
+        or _flag(raw.get("response_metadata"), "hidden")
+    )
+    return role, text, _ident(raw.get("id")), dropped
+
+
+_CLASS_NAMES: dict[type, frozenset[str]] = {}
+_CLASS_NAMES_MAX = 256
+
+
+def _class_names(cls: type) -> frozenset[str]:
+    """Names a class defines itself (properties, class attributes), cached and bounded.
+
+    A name missing from an instance's ``__dict__`` is fetched with ``getattr`` only when the
+    class defines it: pydantic models answer a missing attribute through a slow raising
+    ``__getattr__``, and LangChain messages have no ``metadata``.
+    """
+    names = _CLASS_NAMES.get(cls)
+    if names is None:
+        if len(_CLASS_NAMES) >= _CLASS_NAMES_MAX:
+            _CLASS_NAMES.clear()
+        names = _CLASS_NAMES[cls] = frozenset(n for k in cls.__mro__ for n in vars(k))
+    return names
+
+
+_OBJECT_FIELDS: Final = (
+    "content",
+    "additional_kwargs",
+    "tool_calls",
+    "invalid_tool_calls",
+    "metadata",
+    "response_metadata",
+    "id",
+    "role",
+)
+
+
+def _object_fields(raw: object) -> dict[str, object]:
+    """The LangChain-relevant attributes of ``raw`` (missing ones are ``None``)."""
+    fields = getattr(raw, "__dict__", None)
+    if type(fields) is not dict:
+        return {name: getattr(raw, name, None) for name in _OBJECT_FIELDS}
+    if all(name in fields for name in _OBJECT_FIELDS):
+        return fields
+    found = dict(fields)
+    class_names = _class_names(type(raw))
+    for name in _OBJECT_FIELDS:
+        if name not in found:
+            found[name] = getattr(raw, name, None) if name in class_names else None
+    return found
+
+
+def _from_object(raw: object, kind: str, index: int) -> _Item:
+    """A LangChain-like message: ``.type``, ``.content`` and optional LangChain fields."""
+    fields = _object_fields(raw)
+    # ChatMessage carries its role separately from its type.
+    role = _role(fields["role"] if kind == "chat" else kind, index)
+    if role == _DROP:
+        return _DROPPED
+    content = fields["content"]
+    if type(content) is str:
+        text, dropped = content.strip(), False
+    else:
+        text, dropped = _flatten(content, index)
+    extra = fields["additional_kwargs"]
+    dropped = (
+        dropped
+        or (
+            role == _ASSISTANT
+            and bool(
+                fields["tool_calls"]
+                or fields["invalid_tool_calls"]
+                or _flag(extra, "tool_calls")
+                or _flag(extra, "function_call")
+            )
+        )
+        or _flag(extra, "hide_from_ui")
+        or _flag(fields["metadata"], "hidden")
+        or _flag(fields["response_metadata"], "hidden")
+    )
+    return role, text, _ident(fields["id"]), dropped
+
+
+def _normalise(raw: object, index: int) -> _Item:
+    """``(role, text, id, dropped)`` of one raw message; ``dropped`` = hidden or tool call."""
+    cls = type(raw)
+    if cls is Message:
+        message: Message = raw  # type: ignore[assignment]
+        role = _role(message.role, index)
+        return role, message.content.strip(), message.id or None, role == _DROP
+    if cls is tuple or cls is list:
+        return _from_pair(raw, index)  # type: ignore[arg-type]
+    # Duck-typed before the (slow) Mapping ABC check: LangChain messages are the common case.
+    kind = getattr(raw, "type", None)
+    if isinstance(kind, str) and hasattr(raw, "content"):
+        return _from_object(raw, kind, index)
+    if isinstance(raw, Mapping):
+        return _from_mapping(raw, index)
+    if isinstance(raw, Message):
+        return _normalise(Message(raw.role, raw.content, raw.id), index)
+    if isinstance(raw, tuple | list):
+        return _from_pair(raw, index)
+    raise TypeError(
+        f"messages[{index}]: unsupported message of type {cls.__name__}; "
+        f"expected {_ACCEPTED_SHAPES}"
+    )
+
+
+def _from_pair(raw: tuple[object, ...] | list[object], index: int) -> _Item:
+    if len(raw) != 2:
+        raise TypeError(f"messages[{index}]: a pair must be (role, text), got {len(raw)} items")
+    role = _role(raw[0], index)
+    if role == _DROP:
+        return _DROPPED
+    text, calls_tool = _flatten(raw[1], index)
+    return role, text, None, calls_tool
+
+
+# --- public API ---------------------------------------------------------------------------
+
+
+def capture(messages: Iterable[object]) -> tuple[Message, ...]:
+    """Normalise and filter an agent's messages down to what memory learns from.
+
+    Keeps user messages and final assistant answers (no tool calls, non-empty text), in
+    order, with their ids. Drops system/developer/tool messages, hidden messages, upload
+    blocks inside user text, and user turns that are empty after that or only an
+    acknowledgement, together with the assistant reply that follows such a turn.
+
+    Raises:
+        TypeError: ``messages`` is a single message or string rather than an iterable of
+            messages, or an item has a shape none of the accepted ones match.
+        ValueError: an item names a role memfold does not know.
+    """
+    if isinstance(messages, str | bytes | Mapping):
+        raise TypeError(
+            f"capture() takes an iterable of messages, got a single {type(messages).__name__}; "
+            "wrap it in a list"
+        )
+    kept: list[Message] = []
+    skip_reply = False
+    for index, raw in enumerate(messages):
+        if type(raw) is dict:
+            role, text, message_id, dropped = _from_mapping(raw, index)
+        else:
+            role, text, message_id, dropped = _normalise(raw, index)
+        if role == _USER:
+            if dropped:
+                continue  # a hidden user message (e.g. an injected reminder) is invisible
+            if "<" in text:
+                text = strip_uploads(text)
+            if not text or is_trivial(text):
+                skip_reply = True
+                continue
+            skip_reply = False
+            kept.append(Message(_USER, text, message_id))
+        elif role == _ASSISTANT and text and not dropped and not skip_reply:
+            kept.append(Message(_ASSISTANT, text, message_id))
+    return tuple(kept)
+
+
+def has_minimum_dialogue(messages: Iterable[Message]) -> bool:
+    """True when there is at least one user and one assistant message to learn from."""
+    seen_user = seen_assistant = False
+    for message in messages:
+        if message.role == _USER:
+            seen_user = True
+        elif message.role == _ASSISTANT:
+            seen_assistant = True
+        if seen_user and seen_assistant:
+            return True
+    return False
+
+
+def truncate_middle(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+    """Keep the head and tail of ``text`` (``max_chars`` in all), marking what was cut.
+
+    Raises:
+        ValueError: ``max_chars`` is less than 1.
+    """
+    if max_chars < 1:
+        raise ValueError(f"max_chars={max_chars}: must be at least 1")
+    length = len(text)
+    if length <= max_chars:
+        return text
+    head = (max_chars + 1) // 2
+    tail = max_chars - head
+    return f"{text[:head]}\n[… {length - max_chars} characters omitted …]\n{text[length - tail :]}"
+
+
+_LABELS: Final = {_USER: "User", _ASSISTANT: "Assistant"}
+
+
+def format_for_prompt(
+    messages: Iterable[Message],
+    *,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    escape: Callable[[str], str] | None = None,
+) -> str:
+    """Render messages as ``User: …`` / ``Assistant: …`` blocks separated by blank lines.
+
+    Each message longer than ``max_chars`` keeps its head and tail (see
+    ``truncate_middle``). Text is not escaped unless an ``escape`` function is given; it is
+    applied after truncation so an escape sequence is never cut in half.
+
+    Raises:
+        ValueError: ``max_chars`` is less than 1.
+    """
+    if max_chars < 1:
+        raise ValueError(f"max_chars={max_chars}: must be at least 1")
+    blocks: list[str] = []
+    for message in messages:
+        text = truncate_middle(message.content, max_chars)
+        if escape is not None:
+            text = escape(text)
+        blocks.append(f"{_LABELS.get(message.role, message.role.title())}: {text}")
+    return "\n\n".join(blocks)
