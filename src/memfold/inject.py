@@ -1,0 +1,395 @@
+"""Render a memory document into the ``<user_memory>`` block of a system prompt.
+
+``render`` is pure: the same document, budget, counter and date give the same string.
+The block, wrapper included, never exceeds ``max_tokens`` by the given counter: it is
+planned line by line and then the finished string is counted as a whole (REFERENCE.md,
+defect 8). Memory text is escaped and flattened to one line per item, so a fact can
+neither close the block nor forge a line of its own (defect 12).
+
+Budget order: the wrapper, then guaranteed facts (``correction`` by default) from their
+own budget, then the other facts by confidence; the six summaries get what is left and
+only they are ever cut short.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memfold.model import Fact, MemoryDocument, Scope
+from memfold.tokens import TokenCounter, get_counter
+
+if TYPE_CHECKING:
+    from memfold.config import MemoryConfig
+
+__all__ = ["CLOSE_TAG", "OPEN_TAG", "ContextRenderer", "escape", "render"]
+
+OPEN_TAG = "<user_memory>"
+CLOSE_TAG = "</user_memory>"
+_ELLIPSIS = "…"
+
+Count = Callable[[str], int]
+Truncate = Callable[[str, int], str]
+
+_GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    (
+        "User context:\n",
+        (("workContext", "Work"), ("personalContext", "Personal"), ("topOfMind", "Current focus")),
+    ),
+    (
+        "History:\n",
+        (
+            ("recentMonths", "Recent months"),
+            ("earlierContext", "Earlier context"),
+            ("longTermBackground", "Long-term background"),
+        ),
+    ),
+)
+_FACTS_HEADER = "Facts:\n"
+_PARTIAL_ENTITY = re.compile(r"&[a-z]*$")
+
+
+def escape(text: str) -> str:
+    """Flatten whitespace to single spaces and escape ``&``, ``<`` and ``>``.
+
+    One line per item keeps a fact from forging extra lines; the escapes keep it from
+    closing the block. Flattening also makes every line start and end with a visible
+    character, which is what lets line counts add up exactly (see ``_plan``).
+    """
+    flat = " ".join(text.split())
+    return flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+@functools.lru_cache(maxsize=8192)
+def _fact_line(content: str, category: str, confidence: float, avoid: str | None) -> str:
+    text = escape(content)
+    if not text:
+        return ""
+    label = escape(category) or "context"
+    line = f"- [{label} | {confidence:.2f}] {text}"
+    if avoid:
+        line += f" (avoid: {avoid})"
+    return line + "\n"
+
+
+def _line_of(fact: Fact) -> str:
+    avoid = None
+    if fact.category.lower() == "correction" and fact.source_error:
+        avoid = escape(fact.source_error) or None
+    return _fact_line(fact.content, fact.category, fact.confidence, avoid)
+
+
+def _by_priority(facts: Sequence[Fact]) -> list[Fact]:
+    """Confidence descending, ties newest ``createdAt`` first (stable for equal dates)."""
+    newest_first = sorted(facts, key=lambda f: f.created_at, reverse=True)
+    return sorted(newest_first, key=lambda f: f.confidence, reverse=True)
+
+
+def _char_truncate(count: Count) -> Truncate:
+    """Token truncation for a plain counting callable: the longest character prefix that
+    counts at most ``limit`` (binary search; assumes longer prefixes never count less)."""
+
+    def truncate(text: str, limit: int) -> str:
+        if count(text) <= limit:
+            return text
+        low, high = 0, len(text)
+        while low < high:
+            mid = (low + high + 1) // 2
+            if count(text[:mid]) <= limit:
+                low = mid
+            else:
+                high = mid - 1
+        return text[:low]
+
+    return truncate
+
+
+def _tools(counter: Count | TokenCounter) -> tuple[Count, Truncate]:
+    if isinstance(counter, TokenCounter):
+        return counter.count, counter.truncate
+    return counter, _char_truncate(counter)
+
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    guaranteed: frozenset[str]
+    guaranteed_budget: int
+
+
+@dataclass(slots=True)
+class _FactPicker:
+    """Facts in priority order and which of them are taken so far."""
+
+    guaranteed: list[bool]
+    lines: list[str]
+    costs: list[int]
+    taken: list[bool]
+    used: int = 0
+
+    @classmethod
+    def of(cls, facts: Sequence[Fact], settings: _Settings, count: Count) -> _FactPicker:
+        picker = cls([], [], [], [])
+        for fact in _by_priority(facts):
+            line = _line_of(fact)
+            if line:
+                picker.guaranteed.append(fact.category.lower() in settings.guaranteed)
+                picker.lines.append(line)
+                picker.costs.append(count(line))
+                picker.taken.append(False)
+        return picker
+
+    def take(self, limit: int, *, guaranteed_only: bool) -> None:
+        """Take facts by priority while ``used`` stays within ``limit``; a fact that does
+        not fit is skipped, so a later, shorter one may still be taken."""
+        for index, cost in enumerate(self.costs):
+            if self.taken[index] or (guaranteed_only and not self.guaranteed[index]):
+                continue
+            if self.used + cost <= limit:
+                self.taken[index] = True
+                self.used += cost
+
+    def rendered(self) -> list[str]:
+        """The facts section, guaranteed facts first, or [] when nothing was taken."""
+        if not any(self.taken):
+            return []
+        picked = list(zip(self.guaranteed, self.lines, self.taken, strict=True))
+        first = [line for g, line, t in picked if t and g]
+        rest = [line for g, line, t in picked if t and not g]
+        return [_FACTS_HEADER, *first, *rest]
+
+
+def _cut_line(prefix: str, text: str, limit: int, count: Count, truncate: Truncate) -> str | None:
+    """``prefix + <start of text>… \\n`` within ``limit`` tokens, or None if nothing fits."""
+    tokens = limit - count(prefix + _ELLIPSIS + "\n")
+    while tokens > 0:
+        cut = _PARTIAL_ENTITY.sub("", truncate(text, tokens)).rstrip()
+        if not cut:
+            return None
+        line = f"{prefix}{cut}{_ELLIPSIS}\n"
+        over = count(line) - limit
+        if over <= 0:
+            return line
+        tokens -= over
+    return None
+
+
+def _select_summaries(
+    document: MemoryDocument, budget: int, count: Count, truncate: Truncate
+) -> tuple[list[str], int]:
+    """Summary lines in canonical order; whole lines first, then one cut line in the rest."""
+    entries: list[tuple[int, str, str, str]] = []  # group, prefix, text, full line
+    for group, (_, sections) in enumerate(_GROUPS):
+        for key, label in sections:
+            text = escape(document.summary(key))
+            if text:
+                prefix = f"- {label}: "
+                entries.append((group, prefix, text, f"{prefix}{text}\n"))
+    headers = [count(header) for header, _ in _GROUPS]
+    chosen: dict[int, str] = {}
+    opened: set[int] = set()
+    room = budget
+
+    def need(index: int, line_cost: int) -> int:
+        group = entries[index][0]
+        return line_cost + (0 if group in opened else headers[group])
+
+    skipped: list[int] = []
+    for index, (group, _, _, line) in enumerate(entries):
+        cost = need(index, count(line))
+        if cost <= room:
+            chosen[index] = line
+            opened.add(group)
+            room -= cost
+        else:
+            skipped.append(index)
+    for index in skipped:
+        group, prefix, text, _ = entries[index]
+        header_cost = need(index, 0)
+        cut = _cut_line(prefix, text, room - header_cost, count, truncate)
+        if cut is not None:
+            chosen[index] = cut
+            opened.add(group)
+            room -= header_cost + count(cut)
+    out: list[str] = []
+    for group, (header, _) in enumerate(_GROUPS):
+        if group in opened:
+            out.append(header)
+            out.extend(chosen[i] for i in sorted(chosen) if entries[i][0] == group)
+    return out, budget - room
+
+
+def _plan(
+    document: MemoryDocument,
+    *,
+    budget: int,
+    settings: _Settings,
+    head: list[str],
+    count: Count,
+    truncate: Truncate,
+) -> str:
+    """Assemble a block whose lines sum to at most ``budget`` tokens.
+
+    Priority: the wrapper, guaranteed facts within their own budget, the summaries (cut
+    only when they alone overflow what is left), then the other facts in what remains.
+
+    Every line starts and ends with a visible character and ends in ``\\n``; with the
+    cl100k/o200k split patterns no pre-token crosses such a line break, so for an exact
+    ``TokenCounter`` the block's count equals the sum of its lines' counts.
+    """
+    fixed = sum(count(line) for line in head) + count(CLOSE_TAG)
+    room = budget - fixed
+    if room <= 0:
+        return ""
+    header_cost = count(_FACTS_HEADER)
+    facts = _FactPicker.of(document.facts, settings, count)
+    facts.take(min(settings.guaranteed_budget, room - header_cost), guaranteed_only=True)
+    reserved = facts.used + header_cost if any(facts.taken) else 0
+    summary_lines, summary_cost = _select_summaries(document, room - reserved, count, truncate)
+    facts.take(room - summary_cost - header_cost, guaranteed_only=False)
+    fact_lines = facts.rendered()
+    if not fact_lines and not summary_lines:
+        return ""
+    return "".join([*head, *summary_lines, *fact_lines, CLOSE_TAG])
+
+
+def render(
+    document: MemoryDocument,
+    *,
+    max_tokens: int,
+    counter: Count | TokenCounter,
+    guaranteed_categories: Sequence[str] = ("correction",),
+    guaranteed_budget: int = 500,
+    today: datetime.date | None = None,
+) -> str:
+    """The injection block for ``document`` within ``max_tokens`` (wrapper included).
+
+    Returns "" when the document is empty or not even one line fits.
+
+    Raises:
+        ValueError: ``max_tokens`` or ``guaranteed_budget`` is negative.
+    """
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens={max_tokens}: must be 0 or more")
+    if guaranteed_budget < 0:
+        raise ValueError(f"guaranteed_budget={guaranteed_budget}: must be 0 or more")
+    if document.is_empty:
+        return ""
+    count, truncate = _tools(counter)
+    settings = _Settings(frozenset(c.lower() for c in guaranteed_categories), guaranteed_budget)
+    head = [f"{OPEN_TAG}\n"]
+    if today is not None:
+        head.append(f"Current date: {today.isoformat()}\n")
+    budget = max_tokens
+    while budget > 0:
+        block = _plan(
+            document, budget=budget, settings=settings, head=head, count=count, truncate=truncate
+        )
+        if not block:
+            return ""
+        total = count(block)
+        if total <= max_tokens:
+            return block
+        # Only a counter whose counts do not add up gets here: plan again, smaller.
+        budget -= total - max_tokens
+    return ""
+
+
+class ContextRenderer:
+    """``render`` with fixed settings and a bounded, thread-safe cache of finished blocks.
+
+    A block is cached under (scope, revision, generation, max_tokens, today): a committed
+    revision never changes, so the cache needs no invalidation.
+    """
+
+    def __init__(
+        self,
+        counter: Count | TokenCounter,
+        *,
+        max_tokens: int = 2000,
+        guaranteed_categories: Sequence[str] = ("correction",),
+        guaranteed_budget: int = 500,
+        cache_size: int = 1024,
+    ) -> None:
+        """Raises:
+        ValueError: a budget is negative or ``cache_size`` is below 1.
+        """
+        if max_tokens < 0 or guaranteed_budget < 0:
+            raise ValueError(
+                f"max_tokens={max_tokens}, guaranteed_budget={guaranteed_budget}: must be 0 or more"
+            )
+        if cache_size < 1:
+            raise ValueError(f"cache_size={cache_size}: must be at least 1")
+        self.counter = counter
+        self.max_tokens = max_tokens
+        self.guaranteed_categories = tuple(guaranteed_categories)
+        self.guaranteed_budget = guaranteed_budget
+        self.cache_size = cache_size
+        self._cache: OrderedDict[tuple[object, ...], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(
+        cls, config: MemoryConfig, counter: Count | TokenCounter | None = None
+    ) -> ContextRenderer:
+        """A renderer with the config's budget, guaranteed categories and encoding.
+
+        Raises:
+            TokenizerDataError: the configured encoding's packaged table is corrupt.
+        """
+        return cls(
+            get_counter(config.token_encoding) if counter is None else counter,
+            max_tokens=config.max_injection_tokens,
+            guaranteed_categories=config.guaranteed_categories,
+            guaranteed_budget=config.guaranteed_token_budget,
+        )
+
+    def render(
+        self,
+        scope: Scope,
+        document: MemoryDocument,
+        *,
+        max_tokens: int | None = None,
+        today: datetime.date | None = None,
+    ) -> str:
+        """The block for ``scope``'s ``document`` (cached per revision).
+
+        Raises:
+            ValueError: ``max_tokens`` is negative.
+        """
+        budget = self.max_tokens if max_tokens is None else max_tokens
+        key = (scope, document.revision, document.generation, budget, today)
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                return found
+        block = render(
+            document,
+            max_tokens=budget,
+            counter=self.counter,
+            guaranteed_categories=self.guaranteed_categories,
+            guaranteed_budget=self.guaranteed_budget,
+            today=today,
+        )
+        with self._lock:
+            self._cache[key] = block
+            self._cache.move_to_end(key)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return block
+
+    def cache_len(self) -> int:
+        """How many blocks the cache holds now (never more than ``cache_size``)."""
+        with self._lock:
+            return len(self._cache)
+
+    def clear(self) -> None:
+        """Forget every cached block."""
+        with self._lock:
+            self._cache.clear()
