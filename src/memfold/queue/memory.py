@@ -184,7 +184,8 @@ class InProcessQueue:
         with self._cond:
             self._cond.notify_all()
         for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+            if thread is not threading.current_thread():  # close() called from a job
+                thread.join(max(0.0, deadline - time.monotonic()))
         with self._cond:
             left = [*self._in_flight, *self._pending]
             self._close_result = drained and not left
