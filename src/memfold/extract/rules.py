@@ -572,14 +572,20 @@ def _merge_summary(current: str, hits: Sequence[_Hit], rules: _RuleSet) -> str:
     """Existing clauses plus the new ones: superseded clauses replaced, repeats skipped,
     the oldest clauses dropped when the text would pass ``MAX_SUMMARY_CHARS``."""
     clauses = [c.strip(" .") for c in _CLAUSE_SPLIT.split(current) if c.strip(" .")]
+    changed = False
     for hit in hits:
+        new = _norm(hit.content)
         if hit.rule.exclusive:
             form = rules.exclusive_forms[hit.rule.exclusive]
-            clauses = [c for c in clauses if not form.fullmatch(c)]
-        new = _norm(hit.content)
+            kept = [c for c in clauses if _norm(c) == new or not form.fullmatch(c)]
+            changed = changed or len(kept) != len(clauses)
+            clauses = kept
         if any(new in _norm(c) for c in clauses):
             continue
         clauses.append(hit.content)
+        changed = True
+    if not changed:
+        return current.strip()
     joiner = "；" if not any(_LATIN.search(c) for c in clauses) else "; "
     while len(clauses) > 1 and len(joiner.join(clauses)) > MAX_SUMMARY_CHARS:
         clauses.pop(0)
