@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import operator
 import re
 import threading
 from collections import OrderedDict
@@ -67,28 +68,23 @@ def escape(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=8192)
-def _fact_line(content: str, category: str, confidence: float, avoid: str | None) -> str:
+def _fact_line(content: str, category: str, confidence: float, source_error: str | None) -> str:
+    """``- [category | 0.90] content`` plus ``(avoid: …)`` for a correction; "" if empty."""
     text = escape(content)
     if not text:
         return ""
     label = escape(category) or "context"
     line = f"- [{label} | {confidence:.2f}] {text}"
+    avoid = escape(source_error) if source_error and category.lower() == "correction" else ""
     if avoid:
         line += f" (avoid: {avoid})"
     return line + "\n"
 
 
-def _line_of(fact: Fact) -> str:
-    avoid = None
-    if fact.category.lower() == "correction" and fact.source_error:
-        avoid = escape(fact.source_error) or None
-    return _fact_line(fact.content, fact.category, fact.confidence, avoid)
-
-
 def _by_priority(facts: Sequence[Fact]) -> list[Fact]:
-    """Confidence descending, ties newest ``createdAt`` first (stable for equal dates)."""
-    newest_first = sorted(facts, key=lambda f: f.created_at, reverse=True)
-    return sorted(newest_first, key=lambda f: f.confidence, reverse=True)
+    """Confidence descending, ties newest ``createdAt`` first (sorts are stable)."""
+    newest_first = sorted(facts, key=operator.attrgetter("created_at"), reverse=True)
+    return sorted(newest_first, key=operator.attrgetter("confidence"), reverse=True)
 
 
 def _char_truncate(count: Count) -> Truncate:
@@ -134,15 +130,15 @@ class _FactPicker:
 
     @classmethod
     def of(cls, facts: Sequence[Fact], settings: _Settings, count: Count) -> _FactPicker:
-        picker = cls([], [], [], [])
+        guaranteed = settings.guaranteed
+        flags: list[bool] = []
+        lines: list[str] = []
         for fact in _by_priority(facts):
-            line = _line_of(fact)
+            line = _fact_line(fact.content, fact.category, fact.confidence, fact.source_error)
             if line:
-                picker.guaranteed.append(fact.category.lower() in settings.guaranteed)
-                picker.lines.append(line)
-                picker.costs.append(count(line))
-                picker.taken.append(False)
-        return picker
+                flags.append(fact.category.lower() in guaranteed)
+                lines.append(line)
+        return cls(flags, lines, [count(line) for line in lines], [False] * len(lines))
 
     def take(self, limit: int, *, guaranteed_only: bool) -> None:
         """Take facts by priority while ``used`` stays within ``limit``; a fact that does
@@ -232,20 +228,25 @@ def _plan(
     head: list[str],
     count: Count,
     truncate: Truncate,
-) -> str:
-    """Assemble a block whose lines sum to at most ``budget`` tokens.
+) -> tuple[str, int]:
+    """Assemble a block whose lines sum to at most ``budget`` tokens; return it and that sum.
 
     Priority: the wrapper, guaranteed facts within their own budget, the summaries (cut
     only when they alone overflow what is left), then the other facts in what remains.
 
-    Every line starts and ends with a visible character and ends in ``\\n``; with the
-    cl100k/o200k split patterns no pre-token crosses such a line break, so for an exact
-    ``TokenCounter`` the block's count equals the sum of its lines' counts.
+    Why the sum is exact for a ``TokenCounter``: tiktoken first splits text with its
+    pattern and runs BPE on each piece alone. Every line here starts with a visible
+    character other than ``/``, has no break inside (``escape`` flattens whitespace), ends
+    with a visible character and then ``\\n``. In both the cl100k and o200k patterns a
+    piece that reaches a ``\\n`` continues only over whitespace or ``/``, and no piece can
+    start at a ``\\n`` and take a visible character (the optional prefix class excludes
+    ``\\r\\n``). So the block splits at every line end exactly as each line splits alone.
+    ``tests/test_inject_properties.py`` checks the equality on random documents.
     """
     fixed = sum(count(line) for line in head) + count(CLOSE_TAG)
     room = budget - fixed
     if room <= 0:
-        return ""
+        return "", 0
     header_cost = count(_FACTS_HEADER)
     facts = _FactPicker.of(document.facts, settings, count)
     facts.take(min(settings.guaranteed_budget, room - header_cost), guaranteed_only=True)
@@ -254,8 +255,9 @@ def _plan(
     facts.take(room - summary_cost - header_cost, guaranteed_only=False)
     fact_lines = facts.rendered()
     if not fact_lines and not summary_lines:
-        return ""
-    return "".join([*head, *summary_lines, *fact_lines, CLOSE_TAG])
+        return "", 0
+    planned = fixed + summary_cost + (facts.used + header_cost if fact_lines else 0)
+    return "".join([*head, *summary_lines, *fact_lines, CLOSE_TAG]), planned
 
 
 def render(
@@ -285,14 +287,17 @@ def render(
     head = [f"{OPEN_TAG}\n"]
     if today is not None:
         head.append(f"Current date: {today.isoformat()}\n")
+    # For an exact TokenCounter the planned sum is the block's count (see ``_plan``), so
+    # the whole block is not encoded again; any other counter is checked on the result.
+    additive = isinstance(counter, TokenCounter)
     budget = max_tokens
     while budget > 0:
-        block = _plan(
+        block, planned = _plan(
             document, budget=budget, settings=settings, head=head, count=count, truncate=truncate
         )
         if not block:
             return ""
-        total = count(block)
+        total = planned if additive else count(block)
         if total <= max_tokens:
             return block
         # Only a counter whose counts do not add up gets here: plan again, smaller.
