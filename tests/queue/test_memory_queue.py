@@ -638,3 +638,19 @@ def test_fake_clock_refuses_to_go_back() -> None:
     assert clock.advance(1.5) == 6.5
     with pytest.raises(ValueError, match="cannot go back"):
         clock.advance(-1)
+
+
+def test_close_from_inside_a_job_does_not_deadlock() -> None:
+    results: list[bool] = []
+    done = threading.Event()
+    queue: InProcessQueue
+
+    def process(job: Job) -> None:
+        results.append(queue.close(timeout=0))
+        done.set()
+
+    queue = InProcessQueue(process, clock=FakeClock(), workers=2)
+    queue.add(A, msgs("a", "b"), urgent=True)
+    assert done.wait(WAIT)
+    assert results == [False]  # its own job was still in flight
+    assert not queue.add(B, msgs("c", "d"))
