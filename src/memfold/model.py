@@ -19,6 +19,7 @@ __all__ = [
     "DEFAULT_CATEGORIES",
     "HISTORY_SECTIONS",
     "MANUAL_SOURCE",
+    "MAX_WATERMARKS",
     "SUMMARY_SECTIONS",
     "USER_SECTIONS",
     "DocumentError",
