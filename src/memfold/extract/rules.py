@@ -35,6 +35,9 @@ from memfold.model import USER_SECTIONS, MemoryDocument
 
 __all__ = ["RuleExtractor"]
 
+# The C loader when PyYAML was built with libyaml (several times faster), else pure Python.
+_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 #: Longest summary the rule extractor writes; older clauses are dropped first.
 MAX_SUMMARY_CHARS = 300
 #: Longest captured value kept in a fact; longer captures are not explicit statements.
@@ -138,7 +141,7 @@ def _str_list(data: Mapping[str, Any], key: str, path: str) -> list[str]:
 
 def _read_file(text: str, path: str, draft: _Draft) -> None:
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_YamlLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as e:
         raise _fail(path, f"is not valid YAML ({e}); fix the syntax") from e
     if data is None:
@@ -443,13 +446,13 @@ class RuleExtractor:
         starts = [plain.lstrip()]
         if hinted:
             starts.extend(s for s, _ in _sentences(plain))
-        source_error = _first_sentence(corrected) if corrected else None
         for start in starts:
             for rule in self._correction_rules:
                 match = rule.regex.match(start)
                 if match:
                     content = self._render(rule, match)
                     if content:
+                        source_error = _first_sentence(corrected) if corrected else None
                         yield _Hit(content, rule, source_error, False)
                         return
 
