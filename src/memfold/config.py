@@ -141,7 +141,8 @@ class MemoryConfig(BaseModel):
 
     def masked(self) -> dict[str, Any]:
         """The configuration as a dict, with passwords and keys masked for printing."""
-        return mask_secrets(self.model_dump(mode="json"))
+        masked: dict[str, Any] = mask_secrets(self.model_dump(mode="json"))
+        return masked
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
