@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import FrozenInstanceError, dataclass, field
 from typing import Any
 
 import pytest
@@ -617,3 +617,12 @@ def test_max_chars_below_one_is_rejected(max_chars: int) -> None:
         truncate_middle("abc", max_chars)
     with pytest.raises(ValueError, match="max_chars"):
         format_for_prompt([Message("user", "abc")], max_chars=max_chars)
+
+
+def test_kept_messages_are_real_frozen_messages() -> None:
+    kept = capture([{"role": "user", "content": "I am Ana", "id": "x"}])[0]
+    assert type(kept) is Message
+    assert kept == Message("user", "I am Ana", "x")
+    assert hash(kept) == hash(Message("user", "I am Ana", "x"))
+    with pytest.raises(FrozenInstanceError):
+        kept.content = "changed"  # type: ignore[misc]

@@ -251,3 +251,19 @@ def test_window_below_one_is_rejected(window: int) -> None:
         detect_correction(_turn("ok"), window=window)
     with pytest.raises(ValueError, match="window"):
         detect_reinforcement(_turn("ok"), window=window)
+
+
+@pytest.mark.parametrize(
+    "text",
+    CORRECTIONS + NOT_CORRECTIONS + REINFORCEMENTS + NOT_REINFORCEMENTS,
+)
+def test_keyword_prefilter_never_changes_the_answer(text: str) -> None:
+    from memfold import signals
+
+    prepared = signals._prepare(text)
+    assert signals._is_correction(prepared) == signals._matches(
+        signals._CORRECTION, signals._CORRECTION_VETO_BEFORE, prepared
+    )
+    assert signals._is_reinforcement(prepared) == signals._matches(
+        signals._REINFORCEMENT, signals._REINFORCEMENT_VETO_BEFORE, prepared
+    )

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
-from memfold.model import Message
+from memfold.model import Message, Role
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -70,7 +70,7 @@ _UPLOADS: Final = re.compile(
 # --- trivial acknowledgements ------------------------------------------------------------
 
 #: Longest text (stripped) that can still be a bare acknowledgement.
-_TRIVIAL_MAX_CHARS: Final = 48
+_TRIVIAL_MAX_CHARS: Final = 32
 
 # Each entry is a regex fragment; a space inside an entry matches optional whitespace.
 _ACK_EN: Final = (
@@ -167,6 +167,8 @@ def _ack_pattern() -> re.Pattern[str]:
 
 
 _ACK: Final = _ack_pattern()
+# The common single acknowledgements, answered without running the pattern.
+_ACK_EXACT: Final = frozenset(a for a in (*_ACK_EN, *_ACK_ZH) if re.fullmatch(r"[\w ]+", a))
 _NON_WORD: Final = re.compile(r"[\W_]+")
 
 
@@ -180,7 +182,7 @@ def is_trivial(text: str) -> bool:
     if len(stripped) > _TRIVIAL_MAX_CHARS:
         return False
     key = _NON_WORD.sub(" ", stripped.casefold()).strip()
-    return not key or _ACK.fullmatch(key) is not None
+    return not key or key in _ACK_EXACT or _ACK.fullmatch(key) is not None
 
 
 def strip_uploads(text: str) -> str:
@@ -263,91 +265,98 @@ def _from_mapping(raw: Mapping[str, object], index: int) -> _Item:
         text, dropped = content.strip(), False
     else:
         text, dropped = _flatten(content, index)
-    dropped = (
-        dropped
-        or (role == _ASSISTANT and bool(raw.get("tool_calls") or raw.get("function_call")))
-        or _flag(raw.get("additional_kwargs"), "hide_from_ui")
-        or _flag(raw.get("metadata"), "hidden")
-        or _flag(raw.get("response_metadata"), "hidden")
+    dropped = dropped or (
+        role == _ASSISTANT and bool(raw.get("tool_calls") or raw.get("function_call"))
     )
-    return role, text, _ident(raw.get("id")), dropped
+    if not dropped:
+        extra = raw.get("additional_kwargs")
+        metadata = raw.get("metadata")
+        response_metadata = raw.get("response_metadata")
+        dropped = (
+            bool(extra and _flag(extra, "hide_from_ui"))
+            or bool(metadata and _flag(metadata, "hidden"))
+            or bool(response_metadata and _flag(response_metadata, "hidden"))
+        )
+    raw_id = raw.get("id")
+    return role, text, raw_id if type(raw_id) is str and raw_id else _ident(raw_id), dropped
 
 
-_CLASS_NAMES: dict[type, frozenset[str]] = {}
-_CLASS_NAMES_MAX = 256
-
-
-def _class_names(cls: type) -> frozenset[str]:
-    """Names a class defines itself (properties, class attributes), cached and bounded.
-
-    A name missing from an instance's ``__dict__`` is fetched with ``getattr`` only when the
-    class defines it: pydantic models answer a missing attribute through a slow raising
-    ``__getattr__``, and LangChain messages have no ``metadata``.
-    """
-    names = _CLASS_NAMES.get(cls)
-    if names is None:
-        if len(_CLASS_NAMES) >= _CLASS_NAMES_MAX:
-            _CLASS_NAMES.clear()
-        names = _CLASS_NAMES[cls] = frozenset(n for k in cls.__mro__ for n in vars(k))
-    return names
-
-
-_OBJECT_FIELDS: Final = (
-    "content",
-    "additional_kwargs",
-    "tool_calls",
-    "invalid_tool_calls",
-    "metadata",
-    "response_metadata",
-    "id",
-    "role",
+_OBJECT_FIELDS: Final = frozenset(
+    {
+        "content",
+        "additional_kwargs",
+        "tool_calls",
+        "invalid_tool_calls",
+        "metadata",
+        "response_metadata",
+        "id",
+        "role",
+    }
 )
+_DICT_BACKED: dict[type, bool] = {}
+_DICT_BACKED_MAX: Final = 256
 
 
-def _object_fields(raw: object) -> dict[str, object]:
-    """The LangChain-relevant attributes of ``raw`` (missing ones are ``None``)."""
-    fields = getattr(raw, "__dict__", None)
-    if type(fields) is not dict:
-        return {name: getattr(raw, name, None) for name in _OBJECT_FIELDS}
-    if all(name in fields for name in _OBJECT_FIELDS):
-        return fields
-    found = dict(fields)
-    class_names = _class_names(type(raw))
-    for name in _OBJECT_FIELDS:
-        if name not in found:
-            found[name] = getattr(raw, name, None) if name in class_names else None
+def _dict_backed(cls: type) -> bool:
+    """Whether instances of ``cls`` keep the LangChain fields in ``__dict__`` only.
+
+    Then a field missing from ``__dict__`` is simply absent, and reading ``__dict__``
+    avoids ``getattr`` on a missing name, which pydantic answers through a slow raising
+    ``__getattr__`` (LangChain messages have no ``metadata``). Classes that define one of
+    the fields themselves (a property, a class default) are read with ``getattr``. The
+    cache is bounded; message classes are few.
+    """
+    found = _DICT_BACKED.get(cls)
+    if found is None:
+        if len(_DICT_BACKED) >= _DICT_BACKED_MAX:
+            _DICT_BACKED.clear()
+        found = _DICT_BACKED[cls] = not any(
+            name in vars(klass) for klass in cls.__mro__ for name in _OBJECT_FIELDS
+        )
     return found
 
 
 def _from_object(raw: object, kind: str, index: int) -> _Item:
     """A LangChain-like message: ``.type``, ``.content`` and optional LangChain fields."""
-    fields = _object_fields(raw)
+    fields = getattr(raw, "__dict__", None)
+    get: Callable[[str], object]
+    if type(fields) is dict and _dict_backed(type(raw)):
+        get = fields.get
+    else:
+
+        def get(name: str) -> object:
+            return getattr(raw, name, None)
+
     # ChatMessage carries its role separately from its type.
-    role = _role(fields["role"] if kind == "chat" else kind, index)
+    name = get("role") if kind == "chat" else kind
+    role = _ROLES.get(name) if type(name) is str else None
+    if role is None:
+        role = _role(name, index)
     if role == _DROP:
         return _DROPPED
-    content = fields["content"]
+    content = get("content")
     if type(content) is str:
         text, dropped = content.strip(), False
     else:
         text, dropped = _flatten(content, index)
-    extra = fields["additional_kwargs"]
+    extra = get("additional_kwargs")
+    metadata = get("metadata")
+    response_metadata = get("response_metadata")
     dropped = (
         dropped
         or (
             role == _ASSISTANT
             and bool(
-                fields["tool_calls"]
-                or fields["invalid_tool_calls"]
-                or _flag(extra, "tool_calls")
-                or _flag(extra, "function_call")
+                get("tool_calls")
+                or get("invalid_tool_calls")
+                or (extra and (_flag(extra, "tool_calls") or _flag(extra, "function_call")))
             )
         )
-        or _flag(extra, "hide_from_ui")
-        or _flag(fields["metadata"], "hidden")
-        or _flag(fields["response_metadata"], "hidden")
+        or bool(extra and _flag(extra, "hide_from_ui"))
+        or bool(metadata and _flag(metadata, "hidden"))
+        or bool(response_metadata and _flag(response_metadata, "hidden"))
     )
-    return role, text, _ident(fields["id"]), dropped
+    return role, text, _ident(get("id")), dropped
 
 
 def _normalise(raw: object, index: int) -> _Item:
@@ -385,6 +394,39 @@ def _from_pair(raw: tuple[object, ...] | list[object], index: int) -> _Item:
     return role, text, None, calls_tool
 
 
+def _message_factory() -> Callable[[Role, str, str | None], Message]:
+    """A ``Message`` constructor that skips the frozen dataclass ``__init__``.
+
+    ``capture`` builds every kept message on every agent turn; a frozen dataclass's
+    ``__init__`` goes through ``object.__setattr__`` per field and costs about twice as
+    much as setting the slots directly. Only used while ``Message`` is exactly the
+    three-slot frozen dataclass this relies on; otherwise the normal constructor is used.
+    """
+    fields = getattr(Message, "__dataclass_fields__", {})
+    if (
+        getattr(Message, "__slots__", None) != ("role", "content", "id")
+        or list(fields) != ["role", "content", "id"]
+        or hasattr(Message, "__post_init__")
+    ):
+        return Message  # pragma: no cover - the model changed; stay correct
+    new = object.__new__
+    set_role = vars(Message)["role"].__set__
+    set_content = vars(Message)["content"].__set__
+    set_id = vars(Message)["id"].__set__
+
+    def make(role: Role, content: str, message_id: str | None) -> Message:
+        message: Message = new(Message)
+        set_role(message, role)
+        set_content(message, content)
+        set_id(message, message_id)
+        return message
+
+    return make
+
+
+_new_message: Final = _message_factory()
+
+
 # --- public API ---------------------------------------------------------------------------
 
 
@@ -401,7 +443,7 @@ def capture(messages: Iterable[object]) -> tuple[Message, ...]:
             messages, or an item has a shape none of the accepted ones match.
         ValueError: an item names a role memfold does not know.
     """
-    if isinstance(messages, str | bytes | Mapping):
+    if type(messages) is not list and isinstance(messages, str | bytes | Mapping):
         raise TypeError(
             f"capture() takes an iterable of messages, got a single {type(messages).__name__}; "
             "wrap it in a list"
@@ -422,9 +464,9 @@ def capture(messages: Iterable[object]) -> tuple[Message, ...]:
                 skip_reply = True
                 continue
             skip_reply = False
-            kept.append(Message(_USER, text, message_id))
+            kept.append(_new_message(_USER, text, message_id))
         elif role == _ASSISTANT and text and not dropped and not skip_reply:
-            kept.append(Message(_ASSISTANT, text, message_id))
+            kept.append(_new_message(_ASSISTANT, text, message_id))
     return tuple(kept)
 
 

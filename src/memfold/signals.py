@@ -126,6 +126,68 @@ _REINFORCEMENT_VETO_BEFORE: Final = re.compile(
 _CORRECTION: Final = re.compile("|".join(_CORRECTION_EN + _CORRECTION_ZH))
 _REINFORCEMENT: Final = re.compile("|".join(_REINFORCEMENT_EN + _REINFORCEMENT_ZH))
 
+# Every match of a pattern above contains one of these substrings. Most messages contain
+# none, and a substring test is far cheaper than running a large alternation, so the
+# patterns only run on candidates. Keep these in step when editing a pattern.
+_CORRECTION_KEYS_EN: Final = (
+    "wrong",
+    "incorrect",
+    "not",
+    "n't",
+    "mis",
+    "confused",
+    "error",
+    "never",
+    "told",
+    "already",
+    "mean",
+)
+_CORRECTION_KEYS_ZH: Final = ("不对", "错", "误", "混", "反", "偏", "岔", "不是", "答非所问")
+_REINFORCEMENT_KEYS_EN: Final = (
+    "exactly",
+    "perfect",
+    "excellent",
+    "brilliant",
+    "bingo",
+    "spot",
+    "nailed",
+    "right",
+    "correct",
+    "got it",
+    "what",
+    "keep",
+    "job",
+    "done",
+    "better",
+    "works",
+    "love",
+    "like",
+)
+_REINFORCEMENT_KEYS_ZH: Final = (
+    "正确",
+    "说得",
+    "这样",
+    "这个意思",
+    "是我",
+    "这就对了",
+    "没错",
+    "非常好",
+    "太好",
+    "好极",
+    "棒",
+    "不错",
+    "干得",
+    "做得",
+    "完美",
+    "保持",
+    "按这个",
+    "正合我意",
+    "没毛病",
+    "满意",
+)
+_CORRECTION_KEYS_ALL: Final = _CORRECTION_KEYS_EN + _CORRECTION_KEYS_ZH
+_REINFORCEMENT_KEYS_ALL: Final = _REINFORCEMENT_KEYS_EN + _REINFORCEMENT_KEYS_ZH
+
 # How far before a match the vetoes look.
 _VETO_LOOKBACK: Final = 40
 
@@ -147,11 +209,19 @@ def _matches(pattern: re.Pattern[str], veto_before: re.Pattern[str], text: str) 
 
 
 def _is_correction(text: str) -> bool:
-    return _matches(_CORRECTION, _CORRECTION_VETO_BEFORE, text)
+    keys = _CORRECTION_KEYS_EN if text.isascii() else _CORRECTION_KEYS_ALL
+    for key in keys:
+        if key in text:
+            return _matches(_CORRECTION, _CORRECTION_VETO_BEFORE, text)
+    return False
 
 
 def _is_reinforcement(text: str) -> bool:
-    return _matches(_REINFORCEMENT, _REINFORCEMENT_VETO_BEFORE, text)
+    keys = _REINFORCEMENT_KEYS_EN if text.isascii() else _REINFORCEMENT_KEYS_ALL
+    for key in keys:
+        if key in text:
+            return _matches(_REINFORCEMENT, _REINFORCEMENT_VETO_BEFORE, text)
+    return False
 
 
 def _user_texts(messages: Sequence[Message], window: int) -> list[str]:
