@@ -421,7 +421,7 @@ def _increment_worker(home: str, worker: int, count: int) -> None:
 
 @pytest.mark.slow
 def test_two_processes_committing_with_retry_lose_no_update(home: Path) -> None:
-    count = 25
+    count = 15
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_increment_worker, args=(str(home), w, count)) for w in range(2)]
     for proc in procs:
