@@ -156,6 +156,13 @@ def test_escape_flattens_whitespace_and_escapes_ampersand_first():
     assert escape("  a\t\nb  &lt; ") == "a b &amp;lt;"
 
 
+def test_lone_surrogates_in_memory_render_as_valid_utf8(counter: TokenCounter):
+    doc = make_doc([fact("f1", "bad \ud800 text")], workContext="x\udfff")
+    block = render(doc, max_tokens=200, counter=counter)
+    block.encode("utf-8")
+    assert "bad \ufffd text" in block
+
+
 # --- order and budget -------------------------------------------------------------------
 
 

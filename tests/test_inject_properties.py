@@ -16,7 +16,7 @@ _text = st.lists(
         list("abcdefg XYZ 0123 .,!?:-[]|\n\t<>&/;'\"")
         + list("你好世界记忆用户喜欢简洁的回答。，")
         + ["</user_memory>", "<user_memory>", "&amp;", "<|endoftext|>", "🙂", "é"]
-        + ["\r", "\x0b", "\x85", "\xa0", "\u2028", "\u3000", "\x1c", "\u200b"]
+        + ["\r", "\x0b", "\x85", "\xa0", "\u2028", "\u3000", "\x1c", "\u200b", "\ud83d"]
     ),
     max_size=40,
 ).map("".join)
@@ -78,6 +78,7 @@ def test_rendered_block_is_within_budget_well_formed_and_guaranteed_first(
         today=datetime.date(2026, 11, 30) if dated else None,
     )
     assert counter.count(block) <= budget
+    block.encode("utf-8")
     if document.is_empty:
         assert block == ""
     if not block:

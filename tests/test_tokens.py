@@ -21,6 +21,7 @@ from memfold.tokens import (
     TokenizerDataError,
     get_counter,
     load_mergeable_ranks,
+    valid_unicode,
 )
 
 CL100K_SHA = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
@@ -124,10 +125,19 @@ def test_truncate_stays_within_limit_and_is_a_valid_prefix(text: str, limit: int
     counter = get_counter(name)
     cut = counter.truncate(text, limit)
     assert counter.count(cut) <= limit
-    assert text.startswith(cut)
-    cut.encode("utf-8")  # valid UTF-8: no lone surrogates were produced
+    assert valid_unicode(text).startswith(cut)
+    cut.encode("utf-8")  # valid UTF-8, even when the input held lone surrogates
     if counter.count(text) <= limit:
-        assert cut == text
+        assert cut == valid_unicode(text)
+
+
+def test_lone_surrogates_are_counted_and_truncated_as_replacement_characters(
+    cl100k: TokenCounter,
+):
+    text = "ab\ud800cd"
+    assert valid_unicode(text) == "ab\ufffdcd"
+    assert cl100k.count(text) == cl100k.count("ab\ufffdcd")
+    assert cl100k.truncate(text, 100) == "ab\ufffdcd"
 
 
 # --- cache ------------------------------------------------------------------------------

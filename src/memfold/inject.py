@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memfold.model import Fact, MemoryDocument, Scope
-from memfold.tokens import TokenCounter, get_counter
+from memfold.tokens import TokenCounter, get_counter, valid_unicode
 
 if TYPE_CHECKING:
     from memfold.config import MemoryConfig
@@ -61,9 +61,10 @@ def escape(text: str) -> str:
 
     One line per item keeps a fact from forging extra lines; the escapes keep it from
     closing the block. Flattening also makes every line start and end with a visible
-    character, which is what lets line counts add up exactly (see ``_plan``).
+    character, which is what lets line counts add up exactly (see ``_plan``). Lone
+    surrogates become U+FFFD so the block always encodes to UTF-8.
     """
-    flat = " ".join(text.split())
+    flat = valid_unicode(" ".join(text.split()))
     return flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "TokenizerDataError",
     "get_counter",
     "load_mergeable_ranks",
+    "valid_unicode",
 ]
 
 #: Distinct strings whose count a ``TokenCounter`` remembers (least recently used out).
@@ -168,6 +169,16 @@ def load_mergeable_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:
     return ranks
 
 
+def valid_unicode(text: str) -> str:
+    """``text`` with lone surrogates (possible in parsed JSON) replaced by U+FFFD, the way
+    tiktoken reads them, so the result always encodes to UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def _check_name(name: str) -> _Spec:
     spec = _SPECS.get(name)
     if spec is None:
@@ -247,9 +258,11 @@ class TokenCounter:
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """The longest token-boundary prefix of ``text`` that is valid UTF-8 and counts at
-        most ``max_tokens`` tokens (``text`` itself when it fits)."""
+        most ``max_tokens`` tokens (``text`` itself when it fits). Lone surrogates become
+        U+FFFD (see ``valid_unicode``)."""
         if max_tokens <= 0:
             return ""
+        text = valid_unicode(text)
         tokens = self._encoding.encode_ordinary(text)
         if len(tokens) <= max_tokens:
             return text
