@@ -80,8 +80,8 @@ class MemoryConfig(BaseModel):
         if value in builtin or re.fullmatch(r"[\w.]+:[\w.]+", value):
             return value
         raise ValueError(
-            f"{value!r} is not a backend: use json, sqlite, postgres (storage), memory, sqlite, "
-            "postgres (queue), or 'package.module:Factory'"
+            f"{value!r} is not a backend: storage takes json, memory, sqlite or postgres; "
+            "queue takes memory, sqlite or postgres; either takes 'package.module:Factory'"
         )
 
     @field_validator("categories", "guaranteed_categories")

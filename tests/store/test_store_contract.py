@@ -129,13 +129,19 @@ def test_revision_from_the_future_is_a_conflict_too(store: MemoryStore) -> None:
 
 def test_clear_empties_and_bumps_generation_and_revision(store: MemoryStore) -> None:
     summaries = {"workContext": Summary("Builds compilers")}
-    store.commit(ALICE, MemoryDocument(facts=(_fact(1),), summaries=summaries), expected_revision=0)
+    marks = {"t1": Watermark("id:m42", "2026-11-30T12:00:00Z")}
+    store.commit(
+        ALICE,
+        MemoryDocument(facts=(_fact(1),), summaries=summaries, watermarks=marks),
+        expected_revision=0,
+    )
     cleared = store.clear(ALICE)
     loaded = store.load(ALICE)
     assert loaded == cleared
     assert (loaded.revision, loaded.generation) == (2, 1)
     assert loaded.is_empty
-    assert not loaded.watermarks
+    # seen messages stay seen: a clear must not make the next update re-learn them
+    assert dict(loaded.watermarks) == marks
     assert store.clear(ALICE).generation == 2
 
 

@@ -31,7 +31,8 @@ class MemoryStore(Protocol):
     ) -> MemoryDocument:
         """Store ``document`` if the stored revision is still ``expected_revision``.
 
-        The stored document gets ``revision = expected_revision + 1`` and is returned.
+        The stored document gets ``revision = expected_revision + 1`` and is returned; its
+        ``generation`` is the stored one (only ``clear`` changes it).
 
         Raises:
             ConflictError: the stored revision differs (nothing was written).
@@ -41,7 +42,10 @@ class MemoryStore(Protocol):
         ...
 
     def clear(self, scope: Scope) -> MemoryDocument:
-        """Empty the scope and bump its ``generation`` (and revision); returns the result."""
+        """Empty the scope and bump its ``generation`` (and revision); returns the result.
+
+        Thread watermarks are kept, so messages seen before the clear are not re-learned.
+        """
         ...
 
     def scopes(self) -> Iterator[Scope]:

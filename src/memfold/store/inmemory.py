@@ -78,8 +78,11 @@ class InMemoryStore:
         """Replace the scope's memory with an empty document, bumping generation and revision."""
         with self._lock:
             current = self._documents.get(_checked(scope), _EMPTY)
+            # Watermarks survive: messages seen before the clear must not be re-learned.
             stored = MemoryDocument(
-                revision=current.revision + 1, generation=current.generation + 1
+                revision=current.revision + 1,
+                generation=current.generation + 1,
+                watermarks=current.watermarks,
             )
             self._documents[scope] = stored
             return stored

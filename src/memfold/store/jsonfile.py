@@ -230,8 +230,11 @@ class JsonFileStore:
         path = folder / MEMORY_FILE
         with self._locked(folder):
             current = self._load_path(path)
+            # Watermarks survive: messages seen before the clear must not be re-learned.
             stored = MemoryDocument(
-                revision=current.revision + 1, generation=current.generation + 1
+                revision=current.revision + 1,
+                generation=current.generation + 1,
+                watermarks=current.watermarks,
             )
             self._write(scope, folder, path, stored)
             return stored
