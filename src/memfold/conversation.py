@@ -281,17 +281,16 @@ def _from_mapping(raw: Mapping[str, object], index: int) -> _Item:
     return role, text, raw_id if type(raw_id) is str and raw_id else _ident(raw_id), dropped
 
 
-_OBJECT_FIELDS: Final = frozenset(
-    {
-        "content",
-        "additional_kwargs",
-        "tool_calls",
-        "invalid_tool_calls",
-        "metadata",
-        "response_metadata",
-        "id",
-        "role",
-    }
+_OBJECT_FIELDS: Final = (
+    "type",
+    "content",
+    "additional_kwargs",
+    "tool_calls",
+    "invalid_tool_calls",
+    "metadata",
+    "response_metadata",
+    "id",
+    "role",
 )
 _DICT_BACKED: dict[type, bool] = {}
 _DICT_BACKED_MAX: Final = 256
@@ -316,17 +315,9 @@ def _dict_backed(cls: type) -> bool:
     return found
 
 
-def _from_object(raw: object, kind: str, index: int) -> _Item:
-    """A LangChain-like message: ``.type``, ``.content`` and optional LangChain fields."""
-    fields = getattr(raw, "__dict__", None)
-    get: Callable[[str], object]
-    if type(fields) is dict and _dict_backed(type(raw)):
-        get = fields.get
-    else:
-
-        def get(name: str) -> object:
-            return getattr(raw, name, None)
-
+def _from_fields(fields: dict[str, object], kind: str, index: int) -> _Item:
+    """A LangChain-like message, given its attributes (missing ones absent or ``None``)."""
+    get = fields.get
     # ChatMessage carries its role separately from its type.
     name = get("role") if kind == "chat" else kind
     role = _ROLES.get(name) if type(name) is str else None
@@ -362,6 +353,11 @@ def _from_object(raw: object, kind: str, index: int) -> _Item:
 def _normalise(raw: object, index: int) -> _Item:
     """``(role, text, id, dropped)`` of one raw message; ``dropped`` = hidden or tool call."""
     cls = type(raw)
+    if _DICT_BACKED.get(cls):  # a LangChain message class seen before: read its __dict__
+        fields: dict[str, object] = raw.__dict__
+        kind = fields.get("type")
+        if type(kind) is str:
+            return _from_fields(fields, kind, index)
     if cls is Message:
         message: Message = raw  # type: ignore[assignment]
         role = _role(message.role, index)
@@ -371,7 +367,10 @@ def _normalise(raw: object, index: int) -> _Item:
     # Duck-typed before the (slow) Mapping ABC check: LangChain messages are the common case.
     kind = getattr(raw, "type", None)
     if isinstance(kind, str) and hasattr(raw, "content"):
-        return _from_object(raw, kind, index)
+        fields = getattr(raw, "__dict__", None)  # type: ignore[assignment]
+        if type(fields) is not dict or not _dict_backed(cls):
+            fields = {name: getattr(raw, name, None) for name in _OBJECT_FIELDS}
+        return _from_fields(fields, kind, index)
     if isinstance(raw, Mapping):
         return _from_mapping(raw, index)
     if isinstance(raw, Message):
