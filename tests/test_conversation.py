@@ -626,3 +626,18 @@ def test_kept_messages_are_real_frozen_messages() -> None:
     assert hash(kept) == hash(Message("user", "I am Ana", "x"))
     with pytest.raises(FrozenInstanceError):
         kept.content = "changed"  # type: ignore[misc]
+
+
+def test_user_role_message_with_only_tool_results_does_not_drop_the_answer() -> None:
+    kept = capture(
+        [
+            {"role": "user", "content": "Weather in Oslo?"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "w"}]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "2C"}],
+            },
+            {"role": "assistant", "content": [{"type": "text", "text": "2C and windy."}]},
+        ]
+    )
+    assert _roles_and_text(kept) == [("user", "Weather in Oslo?"), ("assistant", "2C and windy.")]

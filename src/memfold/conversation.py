@@ -62,6 +62,8 @@ _ACCEPTED_SHAPES: Final = (
 # Content-block types that carry text, and those that mean "the assistant is calling a tool".
 _TEXT_BLOCKS: Final = frozenset({"text", "input_text", "output_text"})
 _TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_call", "function_call", "server_tool_use"})
+# Tool output sent back in a user-role message (Anthropic style) is tool traffic, not a turn.
+_TOOL_RESULT_BLOCKS: Final = frozenset({"tool_result", "function_call_output"})
 
 _UPLOADS: Final = re.compile(
     r"<uploaded_files\b[^>]*>.*?(?:</uploaded_files\s*>|\Z)", re.IGNORECASE | re.DOTALL
@@ -196,7 +198,8 @@ def strip_uploads(text: str) -> str:
 
 
 def _flatten(content: object, index: int) -> tuple[str, bool]:
-    """Text of a message's content, and whether its blocks include a tool call."""
+    """Text of a message's content, and whether it is tool traffic (a tool call, or only
+    tool results)."""
     if isinstance(content, str):
         return content.strip(), False
     if content is None:
@@ -207,7 +210,7 @@ def _flatten(content: object, index: int) -> tuple[str, bool]:
             f"got {type(content).__name__}"
         )
     texts: list[str] = []
-    calls_tool = False
+    calls_tool = tool_result = False
     for part in content:
         if isinstance(part, str):
             texts.append(part)
@@ -219,7 +222,10 @@ def _flatten(content: object, index: int) -> tuple[str, bool]:
                     texts.append(text)
             elif kind in _TOOL_BLOCKS:
                 calls_tool = True
-    return "\n".join(t for t in texts if t.strip()).strip(), calls_tool
+            elif kind in _TOOL_RESULT_BLOCKS:
+                tool_result = True
+    text = "\n".join(t for t in texts if t.strip()).strip()
+    return text, calls_tool or (tool_result and not text)
 
 
 _Item = tuple[str, str, "str | None", bool]
