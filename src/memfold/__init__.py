@@ -1,0 +1,47 @@
+"""memfold: long-term memory of users for LLM agents.
+
+from memfold import Memory, MemoryConfig
+
+with Memory(MemoryConfig(home="./.memfold")) as mem:
+    mem.record(messages, thread_id="t1", user_id="alice")
+    prompt = mem.context(user_id="alice")
+"""
+
+from memfold.config import LLMConfig, MemoryConfig
+from memfold.errors import (
+    ConfigError,
+    ConflictError,
+    CorruptMemoryError,
+    DuplicateFactError,
+    ExtractionError,
+    FactNotFoundError,
+    MemfoldError,
+    StorageError,
+)
+from memfold.memory import Memory
+from memfold.model import Fact, MemoryDocument, Scope, Summary
+from memfold.queue.base import QueueStatus
+from memfold.updater import UpdateResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ConfigError",
+    "ConflictError",
+    "CorruptMemoryError",
+    "DuplicateFactError",
+    "ExtractionError",
+    "Fact",
+    "FactNotFoundError",
+    "LLMConfig",
+    "MemfoldError",
+    "Memory",
+    "MemoryConfig",
+    "MemoryDocument",
+    "QueueStatus",
+    "Scope",
+    "StorageError",
+    "Summary",
+    "UpdateResult",
+    "__version__",
+]

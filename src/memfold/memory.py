@@ -1,0 +1,421 @@
+"""The ``Memory`` facade: wires configuration to a store, an extractor and a queue.
+
+Business rules live in ``apply``; this module only connects the boxes of DESIGN.md's
+data flow and keeps every public call thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from datetime import UTC, date, datetime
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from memfold import apply as _apply
+from memfold.config import MemoryConfig
+from memfold.conversation import capture, has_minimum_dialogue
+from memfold.errors import ConflictError, MemfoldError
+from memfold.extract.base import Extractor, Usage
+from memfold.inject import ContextRenderer
+from memfold.model import (
+    DocumentError,
+    Fact,
+    MemoryDocument,
+    Scope,
+    document_from_dict,
+    document_to_dict,
+)
+from memfold.queue.base import Job, QueueStatus
+from memfold.queue.clock import Clock
+from memfold.queue.memory import InProcessQueue
+from memfold.signals import detect
+from memfold.store.base import MemoryStore
+from memfold.store.factory import open_store
+from memfold.tokens import get_counter
+from memfold.updater import MAX_COMMIT_ATTEMPTS, Updater, UpdateResult
+
+__all__ = ["Memory"]
+
+logger = logging.getLogger("memfold")
+
+_T = TypeVar("_T")
+
+
+class Memory:
+    """Long-term memory of users for one agent application.
+
+    ``Memory(MemoryConfig(home="./.memfold"))`` or ``Memory.from_file("memfold.yaml")``.
+    A context manager: leaving it drains pending updates within the shutdown budget.
+    """
+
+    def __init__(
+        self,
+        config: MemoryConfig | None = None,
+        /,
+        *,
+        store: MemoryStore | None = None,
+        extractor: Extractor | None = None,
+        chat_model: Any = None,
+        clock: Clock | None = None,
+        now: Callable[[], datetime] | None = None,
+        start_workers: bool = True,
+        **overrides: Any,
+    ) -> None:
+        """Build from a config (or keyword overrides of it, e.g. ``home=...``).
+
+        ``store``, ``extractor`` and ``chat_model`` replace what the config would build
+        (tests pass ``memfold.testing`` fakes). ``start_workers=False`` runs queued
+        updates only on ``flush()`` (deterministic tests, scripts).
+
+        Raises:
+            ConfigError: a setting is invalid or names a missing optional dependency.
+        """
+        if config is None:
+            config = MemoryConfig.build(**overrides)
+        elif overrides:
+            config = MemoryConfig.validated({**config.model_dump(), **overrides})
+        self.config = config
+        self._now = now or (lambda: datetime.now(UTC))
+        self._clock = clock
+        self._start_workers = start_workers
+        self._store = store if store is not None else open_store(config)
+        self._extractor = (
+            extractor if extractor is not None else _make_extractor(config, chat_model)
+        )
+        self._counter = get_counter(config.token_encoding)
+        self._renderer = ContextRenderer(
+            self._counter,
+            max_tokens=config.max_injection_tokens,
+            guaranteed_categories=config.guaranteed_categories,
+            guaranteed_budget=config.guaranteed_token_budget,
+        )
+        self._updater = Updater(
+            self._store,
+            self._extractor,
+            max_facts=config.max_facts,
+            confidence_threshold=config.fact_confidence_threshold,
+            now=self._now,
+        )
+        self._queue: InProcessQueue | None = None
+        self._lock = threading.Lock()
+        self._usage = Usage()
+        self._closed = False
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str], /, **overrides: Any) -> Memory:
+        """Read a YAML config (``MEMFOLD_*`` variables and ``overrides`` win over it)."""
+        return cls(MemoryConfig.build(path, **overrides))
+
+    @property
+    def extractor_name(self) -> str:
+        return self._extractor.name
+
+    # --- capture and background updates ----------------------------------------------
+
+    def record(
+        self,
+        messages: Iterable[object],
+        /,
+        *,
+        thread_id: str,
+        user_id: str | None = None,
+        agent: str | None = None,
+        urgent: bool = False,
+    ) -> bool:
+        """Queue the conversation for a background update; returns at once.
+
+        Returns False when nothing was queued (no user + assistant exchange left after
+        filtering, or the queue refused a new key under backpressure).
+        """
+        kept = capture(messages)
+        if not has_minimum_dialogue(kept):
+            return False
+        return self._get_queue().add((thread_id, user_id, agent), kept, detect(kept), urgent=urgent)
+
+    async def arecord(
+        self,
+        messages: Iterable[object],
+        /,
+        *,
+        thread_id: str,
+        user_id: str | None = None,
+        agent: str | None = None,
+        urgent: bool = False,
+    ) -> bool:
+        """``record`` for async callers (it does no IO, so it runs inline)."""
+        return self.record(
+            messages, thread_id=thread_id, user_id=user_id, agent=agent, urgent=urgent
+        )
+
+    def flush(self, timeout: float | None = 30.0) -> bool:
+        """Run every pending update now, due or not; True when the queue drained."""
+        return True if self._queue is None else self._queue.flush(timeout)
+
+    async def aflush(self, timeout: float | None = 30.0) -> bool:
+        return await asyncio.to_thread(self.flush, timeout)
+
+    def status(self) -> QueueStatus:
+        """Queue counters, plus the LLM tokens spent by updates so far."""
+        base = QueueStatus() if self._queue is None else self._queue.status()
+        with self._lock:
+            usage = self._usage
+        return replace(
+            base, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
+        )
+
+    def _get_queue(self) -> InProcessQueue:
+        with self._lock:
+            if self._closed:
+                raise MemfoldError("this Memory is closed; create a new one")
+            if self._queue is None:
+                cfg = self.config
+                self._queue = InProcessQueue(
+                    self._process_job,
+                    debounce_seconds=cfg.debounce_seconds,
+                    max_wait_seconds=cfg.max_wait_seconds,
+                    workers=cfg.workers,
+                    max_pending=cfg.max_pending,
+                    retry_attempts=cfg.retry_attempts,
+                    retry_backoff_seconds=cfg.retry_backoff_seconds,
+                    shutdown_timeout_seconds=cfg.shutdown_timeout_seconds,
+                    clock=self._clock,
+                    start=self._start_workers,
+                )
+            return self._queue
+
+    def _process_job(self, job: Job) -> UpdateResult:
+        result = self._updater.run(job.scope, job.thread_id, job.messages, job.signals)
+        self._add_usage(result.usage)
+        return result
+
+    def _add_usage(self, usage: Usage) -> None:
+        with self._lock:
+            self._usage = self._usage + usage
+
+    # --- synchronous update -----------------------------------------------------------
+
+    def update(
+        self,
+        messages: Iterable[object],
+        /,
+        *,
+        thread_id: str,
+        user_id: str | None = None,
+        agent: str | None = None,
+    ) -> UpdateResult:
+        """Extract, apply and commit now, in the calling thread.
+
+        Raises:
+            ExtractionError: the extractor's output was unusable.
+            StorageError: the store failed (stored memory intact).
+        """
+        scope = Scope(user_id, agent)
+        kept = capture(messages)
+        if not has_minimum_dialogue(kept):
+            doc = self._store.load(scope)
+            return UpdateResult(scope, thread_id, doc.revision, False, skipped="no dialogue")
+        result = self._updater.run(scope, thread_id, kept, detect(kept))
+        self._add_usage(result.usage)
+        return result
+
+    # --- reading ------------------------------------------------------------------------
+
+    def get(self, *, user_id: str | None = None, agent: str | None = None) -> MemoryDocument:
+        """The scope's document (immutable; empty when nothing is stored)."""
+        return self._store.load(Scope(user_id, agent))
+
+    def context(
+        self,
+        *,
+        user_id: str | None = None,
+        agent: str | None = None,
+        max_tokens: int | None = None,
+        today: date | None = None,
+    ) -> str:
+        """The ``<user_memory>`` block to put in a system prompt; "" when memory is empty.
+
+        It never exceeds ``max_tokens`` (default ``max_injection_tokens``), wrapper included.
+        """
+        scope = Scope(user_id, agent)
+        if today is None and self.config.include_date:
+            today = self._now().date()
+        return self._renderer.render(
+            scope, self._store.load(scope), max_tokens=max_tokens, today=today
+        )
+
+    async def acontext(
+        self,
+        *,
+        user_id: str | None = None,
+        agent: str | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        return await asyncio.to_thread(
+            self.context, user_id=user_id, agent=agent, max_tokens=max_tokens
+        )
+
+    def export(self, *, user_id: str | None = None, agent: str | None = None) -> dict[str, Any]:
+        """The scope's document as JSON-ready data."""
+        return document_to_dict(self.get(user_id=user_id, agent=agent))
+
+    # --- editing ------------------------------------------------------------------------
+
+    def add_fact(
+        self,
+        content: str,
+        /,
+        *,
+        category: str = "context",
+        confidence: float = 0.9,
+        user_id: str | None = None,
+        agent: str | None = None,
+    ) -> Fact:
+        """Add a manual fact (protected from automatic removal unless the user corrects it).
+
+        Raises:
+            DuplicateFactError: the same content is already stored.
+            ValueError: empty content or a confidence outside [0, 1].
+        """
+
+        def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
+            return _apply.add_fact(
+                doc, content, category=category, confidence=confidence, now=self._now(),
+                max_facts=self.config.max_facts,
+            )  # fmt: skip
+
+        return self._edit(Scope(user_id, agent), change)
+
+    def edit_fact(
+        self,
+        fact_id: str,
+        /,
+        *,
+        content: str | None = None,
+        category: str | None = None,
+        confidence: float | None = None,
+        user_id: str | None = None,
+        agent: str | None = None,
+    ) -> Fact:
+        """Change a fact's content, category or confidence.
+
+        Raises:
+            FactNotFoundError: no such fact in the scope.
+            DuplicateFactError: the new content duplicates another fact.
+        """
+        scope = Scope(user_id, agent)
+
+        def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
+            return _apply.edit_fact(
+                doc, fact_id, content=content, category=category, confidence=confidence,
+                now=self._now(), scope=scope,
+            )  # fmt: skip
+
+        return self._edit(scope, change)
+
+    def delete_fact(
+        self, fact_id: str, /, *, user_id: str | None = None, agent: str | None = None
+    ) -> None:
+        """Delete a fact. Raises ``FactNotFoundError`` when it does not exist."""
+        scope = Scope(user_id, agent)
+        self._edit(scope, lambda doc: (_apply.delete_fact(doc, fact_id, scope=scope), None))
+
+    def clear(self, *, user_id: str | None = None, agent: str | None = None) -> None:
+        """Forget everything in one scope; updates already in flight are discarded."""
+        scope = Scope(user_id, agent)
+        self._store.clear(scope)
+
+    def import_document(
+        self, data: Mapping[str, Any], /, *, user_id: str | None = None, agent: str | None = None
+    ) -> MemoryDocument:
+        """Replace the scope's memory with ``data`` (memfold format or v1 ``memory.json``).
+
+        Updates in flight for the scope are fenced like a ``clear``.
+
+        Raises:
+            ValueError: the data is not a memory document (the message names the field).
+        """
+        try:
+            incoming = document_from_dict(data)
+        except DocumentError as exc:
+            raise ValueError(f"cannot import: {exc}") from exc
+
+        def change(doc: MemoryDocument) -> tuple[MemoryDocument, MemoryDocument]:
+            merged = incoming.with_changes(
+                revision=doc.revision, generation=doc.generation + 1, watermarks={}
+            )
+            return merged, merged
+
+        self._edit(Scope(user_id, agent), change)
+        return self.get(user_id=user_id, agent=agent)
+
+    def _edit(
+        self, scope: Scope, change: Callable[[MemoryDocument], tuple[MemoryDocument, _T]]
+    ) -> _T:
+        for _ in range(MAX_COMMIT_ATTEMPTS):
+            doc = self._store.load(scope)
+            new_doc, value = change(doc)
+            try:
+                self._store.commit(scope, new_doc, expected_revision=doc.revision)
+            except ConflictError:
+                continue
+            return value
+        raise ConflictError(scope, expected=doc.revision, actual=-1)
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Drain pending updates within ``timeout`` (default ``shutdown_timeout_seconds``),
+        stop the workers and release the store. True when everything was processed."""
+        with self._lock:
+            if self._closed:
+                return True
+            self._closed = True
+            queue = self._queue
+        drained = True
+        if queue is not None:
+            limit = self.config.shutdown_timeout_seconds if timeout is None else timeout
+            drained = queue.close(limit)
+        self._store.close()
+        return drained
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _make_extractor(config: MemoryConfig, chat_model: Any) -> Extractor:
+    use_llm = config.extractor == "llm" or (
+        config.extractor == "auto" and (config.llm is not None or chat_model is not None)
+    )
+    if use_llm:
+        from memfold.extract.llm import LLMExtractor
+        from memfold.llm.factory import make_chat_model
+
+        if chat_model is None and config.llm is not None:
+            chat_model = make_chat_model(config.llm)
+        extractor: Extractor = LLMExtractor(
+            chat_model,
+            counter=get_counter(config.token_encoding).count,
+            timeout=config.extraction_timeout_seconds,
+            categories=config.categories,
+        )
+        model = config.llm.model if config.llm is not None else type(chat_model).__name__
+        logger.info("memfold extractor: llm (%s)", model)
+    else:
+        from memfold.extract.rules import RuleExtractor
+
+        extractor = RuleExtractor()
+        logger.info("memfold extractor: rules (offline; configure llm to use a model)")
+    return extractor

@@ -1,0 +1,22 @@
+"""Public test fakes: use them in your own tests of code that uses memfold.
+
+Every fake keeps its state on the instance, never on the class.
+
+- :class:`ScriptedChatModel`: a ``ChatModel`` that replies with scripted texts or errors
+  and records the messages of every call.
+- :class:`FakeClock`: a monotonic clock you advance by hand (``Memory(clock=...)``).
+- :class:`InMemoryStore`: a ``MemoryStore`` with the same compare-and-set semantics as
+  the real stores.
+- :class:`FakeOpenAIServer`: a real HTTP server on 127.0.0.1 speaking the OpenAI
+  chat-completions protocol with scripted replies, for end-to-end tests of the real
+  client code path.
+"""
+
+from __future__ import annotations
+
+from memfold.llm.fake_server import FakeOpenAIServer, FakeReply
+from memfold.llm.scripted import ScriptedChatModel
+from memfold.queue.clock import FakeClock
+from memfold.store.inmemory import InMemoryStore
+
+__all__ = ["FakeClock", "FakeOpenAIServer", "FakeReply", "InMemoryStore", "ScriptedChatModel"]

@@ -1,0 +1,152 @@
+"""One update: load → watermark → extract → apply → commit, with CAS retries and the
+clear fence. Used by ``Memory.update`` directly and by the queue's workers."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from memfold import watermark
+from memfold.apply import ApplyContext, Change, apply
+from memfold.errors import ConflictError
+from memfold.extract.base import ExtractionRequest, Extractor, Usage
+from memfold.model import MemoryDocument, Message, Scope, Signals
+from memfold.store.base import MemoryStore
+
+__all__ = ["MAX_COMMIT_ATTEMPTS", "UpdateResult", "Updater", "iso"]
+
+logger = logging.getLogger("memfold.update")
+
+#: Re-apply a change set to a fresh document at most this often when commits race.
+MAX_COMMIT_ATTEMPTS = 8
+
+
+def iso(moment: datetime) -> str:
+    """ISO-8601 in UTC with a ``Z``, seconds precision (the document's timestamp format)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateResult:
+    """What one update did. ``committed`` is False when nothing changed or it was fenced."""
+
+    scope: Scope
+    thread_id: str | None
+    revision: int
+    committed: bool
+    changes: tuple[Change, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    messages_sent: int = 0
+    skipped: str | None = None
+
+    def count(self, kind: str) -> int:
+        return sum(1 for change in self.changes if change.kind == kind)
+
+    @property
+    def facts_added(self) -> int:
+        return self.count("added")
+
+    @property
+    def facts_removed(self) -> int:
+        return self.count("removed") + self.count("evicted")
+
+
+class Updater:
+    """Runs single updates against a store with an extractor."""
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        extractor: Extractor,
+        *,
+        max_facts: int,
+        confidence_threshold: float,
+        now: Callable[[], datetime],
+    ) -> None:
+        self._store = store
+        self._extractor = extractor
+        self._max_facts = max_facts
+        self._threshold = confidence_threshold
+        self._now = now
+
+    @property
+    def extractor(self) -> Extractor:
+        return self._extractor
+
+    def run(
+        self,
+        scope: Scope,
+        thread_id: str,
+        messages: Sequence[Message],
+        signals: Signals,
+    ) -> UpdateResult:
+        """Extract from the messages the scope has not seen for this thread and commit.
+
+        Raises:
+            ExtractionError, ChatModelError: the extractor failed (the queue retries).
+            ConflictError: commits kept racing after ``MAX_COMMIT_ATTEMPTS`` re-applies.
+            StorageError: the store failed; nothing was lost.
+        """
+        document = self._store.load(scope)
+        generation = document.generation
+        new = _with_context(messages, document, thread_id)
+        if not any(m.role == "user" for m in new):
+            return UpdateResult(scope, thread_id, document.revision, False, skipped="nothing new")
+        request = ExtractionRequest(document, new, signals, thread_id)
+        extraction = self._extractor.propose(request)
+        last_key_doc = messages[-1]
+        for _ in range(MAX_COMMIT_ATTEMPTS):
+            if document.generation != generation:
+                logger.info("update for %s discarded: memory was cleared meanwhile", scope)
+                return UpdateResult(
+                    scope, thread_id, document.revision, False, usage=extraction.usage,
+                    messages_sent=len(new), skipped="cleared during update",
+                )  # fmt: skip
+            now = self._now()
+            applied = apply(
+                document,
+                extraction.change_set,
+                ApplyContext(
+                    now=now,
+                    thread_id=thread_id,
+                    signals=signals,
+                    max_facts=self._max_facts,
+                    confidence_threshold=self._threshold,
+                ),
+            )
+            result_doc = watermark.advance(applied.document, thread_id, [last_key_doc], iso(now))
+            if not applied.changed and _same_watermark(document, result_doc, thread_id):
+                return UpdateResult(
+                    scope, thread_id, document.revision, False, applied.changes,
+                    extraction.usage, len(new), skipped="no change",
+                )  # fmt: skip
+            try:
+                stored = self._store.commit(scope, result_doc, expected_revision=document.revision)
+            except ConflictError:
+                document = self._store.load(scope)
+                continue
+            return UpdateResult(
+                scope, thread_id, stored.revision, True, applied.changes,
+                extraction.usage, len(new),
+            )  # fmt: skip
+        raise ConflictError(scope, expected=document.revision, actual=-1)
+
+
+def _same_watermark(before: MemoryDocument, after: MemoryDocument, thread_id: str) -> bool:
+    old = before.watermarks.get(thread_id)
+    new = after.watermarks.get(thread_id)
+    return old is not None and new is not None and old.message_key == new.message_key
+
+
+def _with_context(
+    messages: Sequence[Message], document: MemoryDocument, thread_id: str
+) -> tuple[Message, ...]:
+    """The turns after the watermark, plus the assistant answer just before them (so a
+    correction in the first new turn can name what it corrects)."""
+    new = watermark.new_messages(messages, document.watermarks.get(thread_id))
+    start = len(messages) - len(new)
+    if 0 < start <= len(messages) and new and messages[start - 1].role == "assistant":
+        return (messages[start - 1], *new)
+    return tuple(new)
