@@ -88,7 +88,7 @@ _REINFORCEMENT_EN: Final = (
     r"(?!\s+(?:what\s+i\s+(?:didn't|did\s+not|don't)|the\s+(?:problem|issue|opposite)|wrong))",
     r"\bexactly\s+(?:right|correct|it|that|what\s+i\s+(?:wanted|needed|meant|asked|"
     r"was\s+looking\s+for|had\s+in\s+mind))\b",
-    r"(?:^|[.!?\n]\s*)(?:perfect|excellent|brilliant|bingo|spot\s+on|nailed\s+it)"
+    r"(?:^|[.!?\n]\s*)(?:perfect|excellent|brilliant|bingo|spot\s+on|nailed\s+it|correct)"
     r"(?=\s*(?:[,.!—–-]|$|thanks\b|thank\s+you\b))",
     r"\b(?:that's|that\s+is|this\s+is|it's|it\s+is|looks|sounds|works)\s+"
     r"(?:just\s+|absolutely\s+|really\s+)?(?:perfect|perfectly)\b",
