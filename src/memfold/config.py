@@ -73,6 +73,13 @@ class MemoryConfig(BaseModel):
     injection_mode: Literal["per_call", "per_thread"] = "per_call"
     include_date: bool = False
 
+    #: Replace secrets (API keys, tokens, passwords, card numbers…) before extraction and storage.
+    redact_secrets: bool = True
+    redact_emails: bool = False
+    redact_phones: bool = False
+    #: Extra YAML pattern files for the offline rule extractor.
+    rule_pattern_files: tuple[Path, ...] = ()
+
     @field_validator("storage", "queue")
     @classmethod
     def _known_backend(cls, value: str) -> str:

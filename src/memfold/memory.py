@@ -416,6 +416,6 @@ def _make_extractor(config: MemoryConfig, chat_model: Any) -> Extractor:
     else:
         from memfold.extract.rules import RuleExtractor
 
-        extractor = RuleExtractor()
+        extractor = RuleExtractor(config.rule_pattern_files)
         logger.info("memfold extractor: rules (offline; configure llm to use a model)")
     return extractor
