@@ -121,6 +121,16 @@ def test_summary_not_user_durable_is_skipped(scope: str | None, durability: str 
     assert kinds(result, "skipped")
 
 
+def test_last_update_of_a_section_wins_and_replay_is_a_no_op() -> None:
+    change_set = ChangeSet(
+        summaries=(SummaryUpdate("workContext", "First"), SummaryUpdate("workContext", "Second"))
+    )
+    first = run(doc(), change_set)
+    assert first.document.summary("workContext") == "Second"
+    assert len(kinds(first, "summary_changed")) == 1
+    assert not run(first.document, change_set).changed
+
+
 def test_empty_summary_never_clears_a_section() -> None:
     base = doc().with_changes(summaries={**doc().summaries, "workContext": Summary("Data eng")})
     result = run(base, ChangeSet(summaries=(SummaryUpdate("workContext", "   "),)))

@@ -220,8 +220,10 @@ def _eviction_order(facts: Iterable[Fact], new_ids: set[str]) -> list[Fact]:
 def _apply_summaries(
     document: MemoryDocument, updates: tuple[SummaryUpdate, ...], now_iso: str
 ) -> tuple[Mapping[str, Summary], list[Change]]:
+    """Replace summaries; when a section is updated twice, the last valid update wins."""
     summaries = dict(document.summaries)
     changes: list[Change] = []
+    wanted: dict[str, str] = {}
     for update in updates:
         section = update.section
         reason = None
@@ -237,6 +239,9 @@ def _apply_summaries(
         if reason is not None:
             changes.append(Change("skipped", None, section, text, reason))
             continue
+        wanted.pop(section, None)  # re-insert so sections keep the order of their last update
+        wanted[section] = text
+    for section, text in wanted.items():
         current = summaries.get(section, Summary())
         if current.summary.strip() == text:
             continue
