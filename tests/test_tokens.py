@@ -75,12 +75,43 @@ def test_o200k_counts_chinese_in_fewer_tokens_than_cl100k(
     assert o200k.count(text) < cl100k.count(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_fast_counts_agree_with_tiktoken_on_any_text(text: str):
+    for name in ENCODINGS:
+        counter = get_counter(name)
+        # encode() is tiktoken's; count() takes the verified fast path when it is active
+        assert counter.count(text) == len(counter.encode(text))
+        assert counter.count(text) == len(counter.encode(text))  # cached value too
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.text(max_size=200))
 def test_counts_agree_with_an_independent_bpe_implementation(text: str):
     for name in ENCODINGS:
         expected = len(quicktok.get_encoding(name).encode_ordinary(text))
-        assert get_counter(name).count(text) == expected
+        assert len(get_counter(name).encode(text)) == expected
+
+
+def test_fast_counting_engine_is_active_when_it_agrees(cl100k: TokenCounter):
+    assert cl100k.engine == "quicktok"
+
+
+def test_a_fast_encoder_that_disagrees_is_not_used(monkeypatch, caplog):
+    class Wrong:
+        def encode_ordinary(self, text: str) -> list[int]:
+            return [1]
+
+    monkeypatch.setattr(quicktok, "get_encoding", lambda name: Wrong())
+    counter = TokenCounter("cl100k_base")
+    assert counter.engine == "tiktoken"
+    assert counter.count("hello world") == 2
+    assert "disagrees" in caplog.text
+
+
+def test_lone_surrogates_are_counted_without_error(cl100k: TokenCounter):
+    text = "a\udc80b"
+    assert cl100k.count(text) == len(cl100k.encode(text))
 
 
 def test_special_token_text_is_counted_as_ordinary_text(cl100k: TokenCounter):
