@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
-from memfold.model import Message, Role
+from memfold.model import Message
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -399,39 +399,6 @@ def _from_pair(raw: tuple[object, ...] | list[object], index: int) -> _Item:
     return role, text, None, calls_tool
 
 
-def _message_factory() -> Callable[[Role, str, str | None], Message]:
-    """A ``Message`` constructor that skips the frozen dataclass ``__init__``.
-
-    ``capture`` builds every kept message on every agent turn; a frozen dataclass's
-    ``__init__`` goes through ``object.__setattr__`` per field and costs about twice as
-    much as setting the slots directly. Only used while ``Message`` is exactly the
-    three-slot frozen dataclass this relies on; otherwise the normal constructor is used.
-    """
-    fields = getattr(Message, "__dataclass_fields__", {})
-    if (
-        getattr(Message, "__slots__", None) != ("role", "content", "id")
-        or list(fields) != ["role", "content", "id"]
-        or hasattr(Message, "__post_init__")
-    ):
-        return Message  # pragma: no cover - the model changed; stay correct
-    new = object.__new__
-    set_role = vars(Message)["role"].__set__
-    set_content = vars(Message)["content"].__set__
-    set_id = vars(Message)["id"].__set__
-
-    def make(role: Role, content: str, message_id: str | None) -> Message:
-        message: Message = new(Message)
-        set_role(message, role)
-        set_content(message, content)
-        set_id(message, message_id)
-        return message
-
-    return make
-
-
-_new_message: Final = _message_factory()
-
-
 # --- public API ---------------------------------------------------------------------------
 
 
@@ -469,9 +436,9 @@ def capture(messages: Iterable[object]) -> tuple[Message, ...]:
                 skip_reply = True
                 continue
             skip_reply = False
-            kept.append(_new_message(_USER, text, message_id))
+            kept.append(Message(_USER, text, message_id))
         elif role == _ASSISTANT and text and not dropped and not skip_reply:
-            kept.append(_new_message(_ASSISTANT, text, message_id))
+            kept.append(Message(_ASSISTANT, text, message_id))
     return tuple(kept)
 
 
