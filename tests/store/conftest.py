@@ -1,7 +1,9 @@
 """The ``store`` fixture the contract suite runs over: one parameter per backend.
 
-Add a backend by adding an entry to ``BACKENDS`` (a function of ``tmp_path`` returning a
-:class:`Backend`); every test in ``test_store_contract.py`` then runs against it.
+Add a backend by adding an entry to ``BACKENDS`` (a function of the pytest ``request``
+and ``tmp_path`` returning a :class:`Backend`); every test in ``test_store_contract.py``
+then runs against it. A backend that needs a server asks for its fixture through
+``request.getfixturevalue`` (``postgres_dsn`` skips without a server, fails under CI).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pytest
 from memfold.store.base import MemoryStore
 from memfold.store.inmemory import InMemoryStore
 from memfold.store.jsonfile import JsonFileStore
+from memfold.store.sqlite import SqliteStore
 
 
 @dataclass(frozen=True)
@@ -27,21 +30,37 @@ class Backend:
     durable: bool
 
 
-def _json(tmp_path: Path) -> Backend:
+def _json(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return Backend("json", lambda: JsonFileStore(tmp_path / "home"), durable=True)
 
 
-def _inmemory(tmp_path: Path) -> Backend:
+def _inmemory(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     shared = InMemoryStore()
     return Backend("inmemory", lambda: shared, durable=False)
 
 
-BACKENDS: dict[str, Callable[[Path], Backend]] = {"json": _json, "inmemory": _inmemory}
+def _sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return Backend("sqlite", lambda: SqliteStore(tmp_path / "memfold.sqlite3"), durable=True)
+
+
+def _postgres(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    from memfold.store.postgres import PostgresStore
+
+    return Backend("postgres", lambda: PostgresStore(dsn, max_connections=12), durable=True)
+
+
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Backend]] = {
+    "json": _json,
+    "inmemory": _inmemory,
+    "sqlite": _sqlite,
+    "postgres": _postgres,
+}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def store_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return BACKENDS[request.param](tmp_path)
+    return BACKENDS[request.param](request, tmp_path)
 
 
 @pytest.fixture

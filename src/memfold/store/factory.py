@@ -15,12 +15,15 @@ __all__ = ["open_store"]
 def open_store(config: MemoryConfig) -> MemoryStore:
     """Build the store that ``config.storage`` names.
 
-    ``json`` → :class:`JsonFileStore` under ``config.home``; ``memory`` →
-    :class:`InMemoryStore`; ``package.module:Factory`` → ``Factory(config)``.
+    ``json`` → :class:`JsonFileStore` under ``config.home``; ``sqlite`` →
+    :class:`SqliteStore` in ``{home}/memfold.sqlite3``; ``postgres`` →
+    :class:`PostgresStore` on ``config.dsn``; ``memory`` → :class:`InMemoryStore`;
+    ``package.module:Factory`` → ``Factory(config)``.
 
     Raises:
-        ConfigError: the backend is unknown, not available in this version, cannot be
+        ConfigError: the backend is unknown, its driver is not installed, it cannot be
             imported, or the factory did not return a store.
+        StorageError: a SQL database cannot be opened or is newer than this memfold.
     """
     storage = config.storage
     if storage == "json":
@@ -31,18 +34,32 @@ def open_store(config: MemoryConfig) -> MemoryStore:
         from memfold.store.inmemory import InMemoryStore
 
         return InMemoryStore()
-    if storage in ("sqlite", "postgres"):
-        raise ConfigError(
-            f"storage={storage!r} is not available in this version of memfold; "
-            "use storage='json' for now",
-            key="storage",
-        )
+    if storage == "sqlite":
+        from memfold.store.sqlite import SqliteStore
+
+        return SqliteStore.in_home(config.home)
+    if storage == "postgres":
+        return _postgres(config)
     if ":" in storage:
         return _from_factory(storage, config)
     raise ConfigError(
         f"storage={storage!r}: use json, memory, sqlite, postgres or 'package.module:Factory'",
         key="storage",
     )
+
+
+def _postgres(config: MemoryConfig) -> MemoryStore:
+    try:
+        from memfold.store.postgres import PostgresStore
+    except ImportError as exc:
+        raise ConfigError(
+            f"storage='postgres' needs psycopg 3 and psycopg-pool ({exc}): "
+            "pip install 'memfold[postgres]'",
+            key="storage",
+        ) from exc
+    if not config.dsn:
+        raise ConfigError("storage=postgres needs dsn (e.g. postgresql://user@host/db)", key="dsn")
+    return PostgresStore(config.dsn)
 
 
 def _from_factory(spec: str, config: MemoryConfig) -> MemoryStore:

@@ -1,0 +1,353 @@
+"""Shared mechanics of the SQL stores: schema versioning, compare-and-set, clear.
+
+One row per scope in ``memfold_documents``::
+
+    user_key, agent_key   '' for None (ids are never empty), the primary key
+    user_id, agent        the exact ids (NULL for None), for people reading the table
+    revision, generation  authoritative; they override the copies inside ``document``
+    document              ``document_to_dict`` as JSON text, byte for byte what was written
+    updated_at            when the row last changed (the database's clock)
+
+``document`` is text, not JSONB, so a row is read back exactly as written and a damaged
+row can be shown to a person as it is. Every write reads the stored row first, inside a
+write transaction that holds the row (``BEGIN IMMEDIATE`` on SQLite, ``FOR UPDATE`` on
+PostgreSQL): a row that does not parse is never overwritten.
+
+The schema version lives in ``memfold_schema`` (``component``, ``version``) under the
+component ``store``; opening runs the missing migrations and refuses a database written
+by a newer memfold. Dialects (:mod:`memfold.store.sqlite`, :mod:`memfold.store.postgres`)
+supply connections, transactions, the placeholder and the DDL.
+"""
+
+# Table names in SQL text are module constants; every value is a bound parameter.
+# ruff: noqa: S608
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, ClassVar
+
+from memfold.errors import ConflictError, CorruptMemoryError, StorageError
+from memfold.model import DocumentError, MemoryDocument, Scope, document_from_dict, document_to_dict
+from memfold.store._ids import validate_id
+
+__all__ = [
+    "DOCUMENTS_TABLE",
+    "SCHEMA_COMPONENT",
+    "SCHEMA_TABLE",
+    "BaseSqlStore",
+    "CorruptRowError",
+    "SchemaTooNewError",
+]
+
+DOCUMENTS_TABLE = "memfold_documents"
+SCHEMA_TABLE = "memfold_schema"
+SCHEMA_COMPONENT = "store"
+_EMPTY = MemoryDocument()
+
+
+class CorruptRowError(CorruptMemoryError):
+    """A stored row does not hold a valid memory document; it is left untouched."""
+
+    def __init__(self, where: str, reason: str) -> None:
+        StorageError.__init__(
+            self,
+            f"corrupt memory row {where}: {reason}. memfold will not overwrite it; "
+            "repair the row's document column or delete the row, then retry",
+        )
+        self.path = where
+        self.reason = reason
+
+
+class SchemaTooNewError(StorageError):
+    """The database was migrated by a newer memfold than this one."""
+
+    def __init__(self, location: str, found: int, known: int) -> None:
+        super().__init__(
+            f"{location}: schema version {found} of {SCHEMA_TABLE} ({SCHEMA_COMPONENT}) is "
+            f"newer than this memfold knows ({known}); upgrade memfold to open it"
+        )
+        self.found = found
+        self.known = known
+
+
+def _keys(scope: Scope) -> tuple[str, str]:
+    if not isinstance(scope, Scope):
+        raise TypeError(f"scope must be a Scope, got {type(scope).__name__}")
+    user = "" if scope.user_id is None else validate_id(scope.user_id, "user_id")
+    agent = "" if scope.agent is None else validate_id(scope.agent, "agent")
+    return user, agent
+
+
+def _check_revision(expected_revision: object) -> int:
+    if (
+        isinstance(expected_revision, bool)
+        or not isinstance(expected_revision, int)
+        or expected_revision < 0
+    ):
+        raise ValueError(
+            f"expected_revision={expected_revision!r}: must be the non-negative revision "
+            "of the document you loaded"
+        )
+    return expected_revision
+
+
+class BaseSqlStore:
+    """A :class:`~memfold.store.base.MemoryStore` over one SQL table; see the module doc.
+
+    Subclasses set the class attributes and implement the four hooks below.
+    """
+
+    #: How the driver writes a query parameter (SQL here is written with ``?``).
+    placeholder: ClassVar[str] = "?"
+    #: Appended to the SELECT of a write, to hold the row until the transaction ends.
+    lock_suffix: ClassVar[str] = ""
+    #: SQL expression of the current time for ``updated_at``.
+    now_sql: ClassVar[str] = "CURRENT_TIMESTAMP"
+    #: ``migrations[v]`` turns schema version ``v`` into ``v + 1``.
+    migrations: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    #: Low-level errors to translate into :class:`StorageError`.
+    driver_errors: ClassVar[tuple[type[BaseException], ...]] = ()
+
+    #: Where the data lives, for messages (a file path, a DSN without password).
+    location: str = "?"
+
+    # --- dialect hooks ----------------------------------------------------------------
+
+    def _connection(self) -> AbstractContextManager[Any]:
+        """A connection in autocommit mode, for the duration of the ``with``."""
+        raise NotImplementedError
+
+    def _write_transaction(self, conn: Any) -> AbstractContextManager[None]:
+        """A transaction that commits on success and rolls back on an exception."""
+        raise NotImplementedError
+
+    def _lock_schema(self, conn: Any) -> None:
+        """Serialise migrations between processes (inside the write transaction)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # --- helpers ----------------------------------------------------------------------
+
+    @classmethod
+    def schema_version(cls) -> int:
+        """The schema version this code writes."""
+        return len(cls.migrations)
+
+    def _q(self, sql: str) -> str:
+        return sql if self.placeholder == "?" else sql.replace("?", self.placeholder)
+
+    def _run(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+        return conn.execute(self._q(sql), tuple(params))
+
+    def _storage_error(self, exc: BaseException, doing: str) -> StorageError:
+        return StorageError(f"cannot {doing} in {self.location}: {exc}; stored memory is intact")
+
+    def _migrate(self) -> None:
+        """Create or upgrade the schema; record its version.
+
+        Raises:
+            SchemaTooNewError: the database is newer than this code.
+            StorageError: the database cannot be reached or changed.
+        """
+        known = self.schema_version()
+        try:
+            with self._connection() as conn, self._write_transaction(conn):
+                self._lock_schema(conn)
+                self._run(
+                    conn,
+                    f"CREATE TABLE IF NOT EXISTS {SCHEMA_TABLE} "
+                    "(component TEXT PRIMARY KEY, version INTEGER NOT NULL)",
+                )
+                row = self._run(
+                    conn,
+                    f"SELECT version FROM {SCHEMA_TABLE} WHERE component = ?",
+                    (SCHEMA_COMPONENT,),
+                ).fetchone()
+                found = 0 if row is None else int(row[0])
+                if found > known:
+                    raise SchemaTooNewError(self.location, found, known)
+                if found == known:
+                    return
+                for version in range(found, known):
+                    for statement in self.migrations[version]:
+                        self._run(conn, statement)
+                self._run(
+                    conn,
+                    f"INSERT INTO {SCHEMA_TABLE} (component, version) VALUES (?, ?) "
+                    "ON CONFLICT (component) DO UPDATE SET version = excluded.version",
+                    (SCHEMA_COMPONENT, known),
+                )
+        except self.driver_errors as exc:
+            raise self._storage_error(exc, "create or migrate the schema") from exc
+
+    def _parse(self, scope: Scope, revision: int, generation: int, text: Any) -> MemoryDocument:
+        where = f"in table {DOCUMENTS_TABLE} of {self.location} for {scope}"
+        try:
+            data = json.loads(text)
+        except (TypeError, ValueError) as exc:
+            raise CorruptRowError(where, f"document is not valid JSON ({exc})") from exc
+        except RecursionError as exc:
+            raise CorruptRowError(where, "document JSON nested too deeply") from exc
+        if not isinstance(data, dict):
+            raise CorruptRowError(where, f"document is a JSON {type(data).__name__}, not an object")
+        data["revision"] = int(revision)
+        data["generation"] = int(generation)
+        try:
+            return document_from_dict(data)
+        except DocumentError as exc:
+            raise CorruptRowError(where, str(exc)) from exc
+
+    def _select(self, conn: Any, keys: tuple[str, str], *, lock: bool) -> Any:
+        sql = (
+            f"SELECT revision, generation, document FROM {DOCUMENTS_TABLE} "
+            "WHERE user_key = ? AND agent_key = ?"
+        )
+        return self._run(conn, sql + (self.lock_suffix if lock else ""), keys).fetchone()
+
+    def _stored_revision(self, conn: Any, keys: tuple[str, str]) -> int:
+        row = self._select(conn, keys, lock=False)
+        return 0 if row is None else int(row[0])
+
+    @staticmethod
+    def _dump(scope: Scope, document: MemoryDocument) -> str:
+        try:
+            return json.dumps(
+                document_to_dict(document),
+                ensure_ascii=False,
+                separators=(",", ":"),
+                allow_nan=False,
+            )
+        except (TypeError, ValueError) as exc:
+            raise StorageError(f"cannot serialise the memory of {scope}: {exc}") from exc
+
+    def _write(
+        self,
+        conn: Any,
+        scope: Scope,
+        keys: tuple[str, str],
+        stored: MemoryDocument,
+        *,
+        previous: int | None,
+    ) -> None:
+        """Insert (``previous`` None) or compare-and-set update the row to ``stored``."""
+        text = self._dump(scope, stored)
+        if previous is None:
+            cursor = self._run(
+                conn,
+                f"INSERT INTO {DOCUMENTS_TABLE} (user_key, agent_key, user_id, agent, revision, "
+                f"generation, document, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, {self.now_sql}) "
+                "ON CONFLICT (user_key, agent_key) DO NOTHING",
+                (*keys, scope.user_id, scope.agent, stored.revision, stored.generation, text),
+            )
+            expected = 0
+        else:
+            cursor = self._run(
+                conn,
+                f"UPDATE {DOCUMENTS_TABLE} SET revision = ?, generation = ?, document = ?, "
+                f"updated_at = {self.now_sql} "
+                "WHERE user_key = ? AND agent_key = ? AND revision = ?",
+                (stored.revision, stored.generation, text, *keys, previous),
+            )
+            expected = previous
+        if cursor.rowcount != 1:  # another writer got in between (PostgreSQL insert race)
+            raise ConflictError(scope, expected=expected, actual=self._stored_revision(conn, keys))
+
+    # --- MemoryStore ------------------------------------------------------------------
+
+    def load(self, scope: Scope) -> MemoryDocument:
+        """The scope's document, or an empty one (revision 0) when no row exists.
+
+        Raises:
+            CorruptMemoryError: the row's document does not parse (left untouched).
+            StorageError: the database cannot be read.
+            TypeError, ValueError: an id is invalid.
+        """
+        keys = _keys(scope)
+        try:
+            with self._connection() as conn:
+                row = self._select(conn, keys, lock=False)
+        except self.driver_errors as exc:
+            raise self._storage_error(exc, f"load the memory of {scope}") from exc
+        if row is None:
+            return _EMPTY
+        return self._parse(scope, *row)
+
+    def commit(
+        self, scope: Scope, document: MemoryDocument, *, expected_revision: int
+    ) -> MemoryDocument:
+        """Store ``document`` if the stored revision is still ``expected_revision``.
+
+        The stored document has ``revision = expected_revision + 1`` and the stored
+        ``generation``; it is returned.
+
+        Raises:
+            ConflictError: the stored revision differs; nothing was written.
+            CorruptMemoryError: the stored row does not parse; nothing was written.
+            StorageError: the write failed; the previous version is intact.
+            TypeError, ValueError: bad arguments or ids.
+        """
+        if not isinstance(document, MemoryDocument):
+            raise TypeError(f"document must be a MemoryDocument, got {type(document).__name__}")
+        expected = _check_revision(expected_revision)
+        keys = _keys(scope)
+        try:
+            with self._connection() as conn, self._write_transaction(conn):
+                row = self._select(conn, keys, lock=True)
+                current = _EMPTY if row is None else self._parse(scope, *row)
+                if current.revision != expected:
+                    raise ConflictError(scope, expected=expected, actual=current.revision)
+                stored = document.with_changes(revision=expected + 1, generation=current.generation)
+                self._write(conn, scope, keys, stored, previous=None if row is None else expected)
+                return stored
+        except self.driver_errors as exc:
+            raise self._storage_error(exc, f"commit the memory of {scope}") from exc
+
+    def clear(self, scope: Scope) -> MemoryDocument:
+        """Replace the scope's memory with an empty document, bumping generation and revision.
+
+        A corrupt row is not cleared: clearing must not be a way to lose data silently.
+
+        Raises:
+            CorruptMemoryError: the stored row does not parse; nothing was written.
+            StorageError: the write failed; the previous version is intact.
+        """
+        keys = _keys(scope)
+        for _ in range(3):  # only a PostgreSQL insert race can make this loop
+            try:
+                with self._connection() as conn, self._write_transaction(conn):
+                    row = self._select(conn, keys, lock=True)
+                    current = _EMPTY if row is None else self._parse(scope, *row)
+                    # Watermarks survive: messages seen before the clear are not re-learned.
+                    stored = MemoryDocument(
+                        revision=current.revision + 1,
+                        generation=current.generation + 1,
+                        watermarks=current.watermarks,
+                    )
+                    previous = None if row is None else current.revision
+                    self._write(conn, scope, keys, stored, previous=previous)
+                    return stored
+            except ConflictError:
+                continue
+            except self.driver_errors as exc:
+                raise self._storage_error(exc, f"clear the memory of {scope}") from exc
+        raise StorageError(f"cannot clear {scope} in {self.location}: writers kept racing")
+
+    def scopes(self) -> Iterator[Scope]:
+        """Every scope with a stored row (a snapshot), with its exact ids.
+
+        Raises:
+            StorageError: the database cannot be read.
+        """
+        try:
+            with self._connection() as conn:
+                rows = self._run(
+                    conn,
+                    f"SELECT user_id, agent FROM {DOCUMENTS_TABLE} ORDER BY user_key, agent_key",
+                ).fetchall()
+        except self.driver_errors as exc:
+            raise self._storage_error(exc, "list the stored scopes") from exc
+        return iter([Scope(user_id, agent) for user_id, agent in rows])

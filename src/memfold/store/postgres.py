@@ -1,0 +1,112 @@
+"""``storage: postgres`` — every scope in one PostgreSQL table, shared by all replicas.
+
+psycopg 3 with a ``psycopg_pool.ConnectionPool`` (autocommit connections; writes open
+an explicit transaction and hold the scope's row with ``SELECT … FOR UPDATE``; the first
+write of a scope is ``INSERT … ON CONFLICT DO NOTHING``, and losing that race is a
+:class:`~memfold.errors.ConflictError`). Migrations take a transaction-scoped advisory
+lock, so replicas starting together do not race on ``CREATE TABLE``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import ConnectionPool
+
+from memfold.errors import StorageError
+from memfold.store._sql import DOCUMENTS_TABLE, BaseSqlStore
+
+__all__ = ["PostgresStore"]
+
+#: ``pg_advisory_xact_lock`` key of schema migrations ("memfold" in ASCII, as a bigint).
+_MIGRATION_LOCK = 0x6D656D666F6C64
+
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        f"CREATE TABLE {DOCUMENTS_TABLE} ("
+        "user_key TEXT NOT NULL, agent_key TEXT NOT NULL, user_id TEXT, agent TEXT, "
+        "revision BIGINT NOT NULL, generation BIGINT NOT NULL, document TEXT NOT NULL, "
+        "updated_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (user_key, agent_key))",
+    ),
+)
+
+
+def _safe_dsn(dsn: str) -> str:
+    """``dsn`` without its password, for messages."""
+    try:
+        params = conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return "PostgreSQL (unparsable dsn)"
+    if "password" in params:
+        params["password"] = "***"  # noqa: S105 (a mask, not a password)
+    return make_conninfo("", **params)
+
+
+class PostgresStore(BaseSqlStore):
+    """A :class:`~memfold.store.base.MemoryStore` in PostgreSQL (``dsn``)."""
+
+    placeholder = "%s"
+    lock_suffix = " FOR UPDATE"
+    now_sql = "now()"
+    migrations = _MIGRATIONS
+    driver_errors = (psycopg.Error,)
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        min_connections: int = 1,
+        max_connections: int = 10,
+        connect_timeout_seconds: float = 10.0,
+    ) -> None:
+        """Connect, then create or migrate the schema.
+
+        Raises:
+            SchemaTooNewError: the database was migrated by a newer memfold.
+            StorageError: the server cannot be reached within the timeout, or the schema
+                cannot be created.
+        """
+        self.location = f"PostgreSQL {_safe_dsn(dsn)}"
+        self._pool = ConnectionPool(
+            dsn,
+            min_size=min_connections,
+            max_size=max_connections,
+            kwargs={"autocommit": True},
+            open=False,
+            name="memfold-store",
+        )
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout_seconds)
+        except psycopg.Error as exc:
+            self._pool.close()
+            raise StorageError(
+                f"cannot connect to {self.location} within {connect_timeout_seconds:g}s: {exc}; "
+                "check dsn and that the server is running"
+            ) from exc
+        try:
+            self._migrate()
+        except BaseException:
+            self._pool.close()
+            raise
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+        if self._pool.closed:
+            raise StorageError(f"{self.location}: the store is closed")
+        with self._pool.connection() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _write_transaction(self, conn: psycopg.Connection[tuple[object, ...]]) -> Iterator[None]:
+        with conn.transaction():
+            yield
+
+    def _lock_schema(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+
+    def close(self) -> None:
+        """Close the pool's connections. Idempotent."""
+        self._pool.close()

@@ -1,0 +1,144 @@
+"""``storage: sqlite`` — every scope in one SQLite file, ``{home}/memfold.sqlite3``.
+
+WAL journal (readers never wait for the writer), ``synchronous=FULL`` (a commit that
+returned survives a power loss), and a busy timeout so writers from other threads and
+processes queue up instead of failing. Writes run in ``BEGIN IMMEDIATE`` transactions,
+which take the database's write lock before reading the row they replace.
+
+Connections come from a small lock-protected pool: a connection is used by one thread
+at a time (``check_same_thread=False`` only lets another thread close or reuse it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from memfold.errors import StorageError
+from memfold.store._sql import DOCUMENTS_TABLE, BaseSqlStore
+
+__all__ = ["DATABASE_FILE", "SqliteStore"]
+
+DATABASE_FILE = "memfold.sqlite3"
+
+_MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    (
+        f"CREATE TABLE {DOCUMENTS_TABLE} ("
+        "user_key TEXT NOT NULL, agent_key TEXT NOT NULL, user_id TEXT, agent TEXT, "
+        "revision INTEGER NOT NULL, generation INTEGER NOT NULL, document TEXT NOT NULL, "
+        "updated_at TEXT NOT NULL, PRIMARY KEY (user_key, agent_key)) WITHOUT ROWID",
+    ),
+)
+
+
+class SqliteStore(BaseSqlStore):
+    """A :class:`~memfold.store.base.MemoryStore` in one SQLite database file.
+
+    ``SqliteStore.in_home(home)`` opens the standard file under a memfold home.
+    """
+
+    placeholder = "?"
+    lock_suffix = ""  # BEGIN IMMEDIATE already holds the write lock
+    now_sql = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+    migrations = _MIGRATIONS
+    driver_errors = (sqlite3.Error,)
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_seconds: float = 30.0,
+        max_idle_connections: int = 8,
+    ) -> None:
+        """Open (creating and migrating if needed) the database at ``path``.
+
+        Raises:
+            SchemaTooNewError: the file was written by a newer memfold.
+            StorageError: the file cannot be created, opened or migrated.
+            ValueError: a bad timeout or pool size.
+        """
+        if not busy_timeout_seconds > 0:
+            raise ValueError(f"busy_timeout_seconds={busy_timeout_seconds!r}: must be positive")
+        if max_idle_connections < 0:
+            raise ValueError(f"max_idle_connections={max_idle_connections!r}: must be >= 0")
+        self.path = Path(path).absolute()
+        self.location = f"SQLite database {self.path}"
+        self._timeout = busy_timeout_seconds
+        self._max_idle = max_idle_connections
+        self._idle: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot create {self.path.parent}: {exc.strerror}") from exc
+        try:
+            self._migrate()
+        except BaseException:
+            self.close()
+            raise
+
+    @classmethod
+    def in_home(cls, home: str | os.PathLike[str]) -> SqliteStore:
+        """The store of a memfold ``home`` folder: ``{home}/memfold.sqlite3``."""
+        return cls(Path(home) / DATABASE_FILE)
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise StorageError(f"{self.location}: the store is closed")
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._open()
+        try:
+            yield conn
+        except BaseException:
+            if conn.in_transaction:  # a failure left it mid-transaction: do not reuse it
+                conn.close()
+                raise
+            self._release(conn)
+            raise
+        self._release(conn)
+
+    def _release(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            if not self._closed and len(self._idle) < self._max_idle:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    @contextlib.contextmanager
+    def _write_transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the idle connections; ones in use close when released. Idempotent."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
