@@ -284,6 +284,27 @@ def test_urgent_waits_for_in_flight_job_of_same_scope() -> None:
 # --- failures -------------------------------------------------------------------------
 
 
+def test_error_marked_not_retryable_is_dropped_at_once(caplog: pytest.LogCaptureFixture) -> None:
+    from memfold.llm.base import ChatModelError
+
+    calls: list[int] = []
+
+    def process(job: Job) -> None:
+        calls.append(job.attempt)
+        raise ChatModelError("401 invalid API key", status=401, retryable=False)
+
+    queue, _, clock = make(process, retry_attempts=3, retry_backoff_seconds=2)
+    queue.add(A, msgs("a", "b"), urgent=True)
+    with caplog.at_level(logging.ERROR, logger="memfold.queue.memory"):
+        assert queue.run_due() == 1
+        clock.advance(100)
+        assert queue.run_due() == 0
+    assert calls == [1]
+    status = queue.status()
+    assert (status.failed, status.retried, status.dropped) == (1, 0, 1)
+    assert "not retryable" in caplog.text
+
+
 def test_failed_job_retried_with_backoff_then_dropped(caplog: pytest.LogCaptureFixture) -> None:
     attempts: list[tuple[int, float]] = []
 

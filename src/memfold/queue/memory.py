@@ -366,7 +366,9 @@ class InProcessQueue:
             target = now if newer.urgent else min(newer.due, newer.first_added + self._max_wait)
             self._schedule_locked(job.key, newer, max(target, newer.not_before))
             return "superseded", delay
-        if job.attempt >= self._retry_attempts:
+        # An error that says retrying cannot help (a rejected API key, an unknown model)
+        # drops the job at once instead of burning the remaining attempts.
+        if job.attempt >= self._retry_attempts or getattr(error, "retryable", True) is False:
             self._dropped += 1
             return "dropped", 0.0
         retry = _Pending(
@@ -387,10 +389,11 @@ class InProcessQueue:
         attempts = f"attempt {job.attempt}/{self._retry_attempts}"
         if outcome == "dropped":
             logger.error(
-                "memfold update for %s failed (%s); dropped. The watermark did not move, so "
-                "the thread's next record sends these messages again",
+                "memfold update for %s failed (%s%s); dropped. The watermark did not move, "
+                "so the thread's next record sends these messages again",
                 where,
                 attempts,
+                "" if getattr(error, "retryable", True) else ", not retryable",
                 exc_info=error,
             )
         elif outcome == "retry":
