@@ -8,12 +8,14 @@ then runs against it. A backend that needs a server asks for its fixture through
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from memfold.store._sql import BaseSqlStore
 from memfold.store.base import MemoryStore
 from memfold.store.inmemory import InMemoryStore
 from memfold.store.jsonfile import JsonFileStore
@@ -68,3 +70,59 @@ def store(store_backend: Backend) -> Iterator[MemoryStore]:
     opened = store_backend.open()
     yield opened
     opened.close()
+
+
+# --- SQL backends: raw access for the schema, corruption and concurrency tests -----------
+
+
+@dataclass(frozen=True)
+class SqlBackend:
+    """A SQL store plus raw SQL on its database (written with ``?`` placeholders)."""
+
+    name: str
+    open: Callable[[], BaseSqlStore]
+    execute: Callable[[str, tuple[object, ...]], list[tuple[object, ...]]]
+    settings: dict[str, object]  # MemoryConfig keys selecting this database
+
+
+def _sqlite_sql(request: pytest.FixtureRequest, tmp_path: Path) -> SqlBackend:
+    home = tmp_path / "home"
+    path = home / "memfold.sqlite3"
+
+    def execute(sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        conn = sqlite3.connect(path)
+        try:
+            with conn:
+                return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
+
+    return SqlBackend(
+        "sqlite", lambda: SqliteStore(path), execute, {"storage": "sqlite", "home": home}
+    )
+
+
+def _postgres_sql(request: pytest.FixtureRequest, tmp_path: Path) -> SqlBackend:
+    dsn: str = request.getfixturevalue("postgres_dsn")
+    import psycopg
+
+    from memfold.store.postgres import PostgresStore
+
+    def execute(sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            cursor = conn.execute(sql.replace("?", "%s"), params)  # type: ignore[arg-type]
+            return cursor.fetchall() if cursor.description else []
+
+    settings: dict[str, object] = {"storage": "postgres", "dsn": dsn, "home": tmp_path / "home"}
+    return SqlBackend("postgres", lambda: PostgresStore(dsn), execute, settings)
+
+
+SQL_BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], SqlBackend]] = {
+    "sqlite": _sqlite_sql,
+    "postgres": _postgres_sql,
+}
+
+
+@pytest.fixture(params=sorted(SQL_BACKENDS))
+def sql_backend(request: pytest.FixtureRequest, tmp_path: Path) -> SqlBackend:
+    return SQL_BACKENDS[request.param](request, tmp_path)
