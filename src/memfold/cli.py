@@ -341,6 +341,41 @@ def facts_rm(options: _Options, fact_id: str) -> None:
     click.echo(f"removed {fact_id}")
 
 
+# --- migrate -----------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--to", "to", type=click.Choice(["sqlite", "postgres"]), required=True)
+@click.option("--dsn", help="PostgreSQL connection string (default: `dsn` in the config).")
+@click.option("--overwrite", is_flag=True, help="Replace target scopes that differ.")
+@click.pass_obj
+def migrate(options: _Options, to: str, dsn: str | None, overwrite: bool) -> None:
+    """Copy every scope from the configured store into a SQLite or PostgreSQL store."""
+    from memfold.migrate import migrate as copy_scopes
+    from memfold.store.factory import open_store
+
+    source_config = MemoryConfig.build(options.config, home=options.home)
+    target_config = MemoryConfig.validated(
+        {**source_config.model_dump(), "storage": to, "dsn": dsn or source_config.dsn}
+    )
+    if source_config.storage == to and (to == "sqlite" or target_config.dsn == source_config.dsn):
+        raise ValueError(f"the configured store already is this {to} store: nothing to migrate")
+    source = open_store(source_config)
+    try:
+        target = open_store(target_config)
+        try:
+            report = copy_scopes(source, target, overwrite=overwrite)
+        finally:
+            target.close()
+    finally:
+        source.close()
+    click.echo(f"migrated to {to}: {report.summary()}")
+    for scope, reason in report.failed:
+        click.echo(f"memfold: failed {scope}: {reason}", err=True)
+    if not report.ok:
+        sys.exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``memfold`` command."""
     try:
