@@ -30,9 +30,8 @@ from memfold.model import (
     document_from_dict,
     document_to_dict,
 )
-from memfold.queue.base import Job, QueueStatus
+from memfold.queue.base import Job, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
-from memfold.queue.memory import InProcessQueue
 from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
@@ -101,7 +100,7 @@ class Memory:
             confidence_threshold=config.fact_confidence_threshold,
             now=self._now,
         )
-        self._queue: InProcessQueue | None = None
+        self._queue: UpdateQueue | None = None
         self._lock = threading.Lock()
         self._usage = Usage()
         self._closed = False
@@ -168,23 +167,15 @@ class Memory:
             base, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
         )
 
-    def _get_queue(self) -> InProcessQueue:
+    def _get_queue(self) -> UpdateQueue:
         with self._lock:
             if self._closed:
                 raise MemfoldError("this Memory is closed; create a new one")
             if self._queue is None:
-                cfg = self.config
-                self._queue = InProcessQueue(
-                    self._process_job,
-                    debounce_seconds=cfg.debounce_seconds,
-                    max_wait_seconds=cfg.max_wait_seconds,
-                    workers=cfg.workers,
-                    max_pending=cfg.max_pending,
-                    retry_attempts=cfg.retry_attempts,
-                    retry_backoff_seconds=cfg.retry_backoff_seconds,
-                    shutdown_timeout_seconds=cfg.shutdown_timeout_seconds,
-                    clock=self._clock,
-                    start=self._start_workers,
+                from memfold.queue.factory import open_queue
+
+                self._queue = open_queue(
+                    self.config, self._process_job, clock=self._clock, start=self._start_workers
                 )
             return self._queue
 

@@ -1,0 +1,110 @@
+"""``open_queue``: the ``queue`` setting → an :class:`~memfold.queue.base.UpdateQueue`."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from memfold.config import MemoryConfig
+from memfold.errors import ConfigError
+from memfold.queue.base import Job, UpdateQueue
+from memfold.queue.clock import Clock
+
+__all__ = ["LEASE_MARGIN_SECONDS", "lease_seconds_for", "open_queue"]
+
+#: Added to ``extraction_timeout_seconds`` for a durable queue's lease; leases are also
+#: renewed every third of their length while a job runs.
+LEASE_MARGIN_SECONDS = 2.0
+
+
+def lease_seconds_for(config: MemoryConfig) -> float:
+    """How long a claimed job stays leased without renewal."""
+    return config.extraction_timeout_seconds + LEASE_MARGIN_SECONDS
+
+
+def open_queue(
+    config: MemoryConfig,
+    process: Callable[[Job], object],
+    *,
+    clock: Clock | None = None,
+    start: bool = True,
+    lease_seconds: float | None = None,
+) -> UpdateQueue:
+    """Build the queue that ``config.queue`` names, running ``process(job)`` per update.
+
+    ``memory`` → :class:`InProcessQueue` (its default clock is monotonic); ``sqlite`` →
+    :class:`SqliteQueue` on ``{home}/memfold-queue.sqlite3``; ``postgres`` →
+    :class:`PostgresQueue` on ``dsn``; ``package.module:Factory`` →
+    ``Factory(config, process, clock=clock, start=start)``. Durable queues default to
+    the wall clock, which every replica shares.
+
+    Raises:
+        ConfigError: unknown backend, missing driver, or a factory that fails to import.
+        StorageError: the queue database cannot be opened.
+    """
+    options: dict[str, Any] = {
+        "debounce_seconds": config.debounce_seconds,
+        "max_wait_seconds": config.max_wait_seconds,
+        "workers": config.workers,
+        "max_pending": config.max_pending,
+        "retry_attempts": config.retry_attempts,
+        "retry_backoff_seconds": config.retry_backoff_seconds,
+        "shutdown_timeout_seconds": config.shutdown_timeout_seconds,
+        "clock": clock,
+        "start": start,
+    }
+    kind = config.queue
+    if kind == "memory":
+        from memfold.queue.memory import InProcessQueue
+
+        return InProcessQueue(process, **options)
+    lease = lease_seconds_for(config) if lease_seconds is None else lease_seconds
+    if kind == "sqlite":
+        from memfold.queue.sqlite import QUEUE_FILE, SqliteQueue
+
+        return SqliteQueue(config.home / QUEUE_FILE, process, lease_seconds=lease, **options)
+    if kind == "postgres":
+        if not config.dsn:
+            raise ConfigError(
+                "queue=postgres needs dsn (e.g. postgresql://user@host/db)", key="dsn"
+            )
+        from memfold.queue.postgres import PostgresQueue
+
+        return PostgresQueue(config.dsn, process, lease_seconds=lease, **options)
+    if ":" in kind:
+        return _from_factory(kind, config, process, clock=clock, start=start)
+    raise ConfigError(
+        f"queue={kind!r}: use memory, sqlite, postgres or 'package.module:Factory'", key="queue"
+    )
+
+
+def _from_factory(
+    spec: str,
+    config: MemoryConfig,
+    process: Callable[[Job], object],
+    *,
+    clock: Clock | None,
+    start: bool,
+) -> UpdateQueue:
+    module_name, _, attr_path = spec.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            f"queue={spec!r}: cannot import {exc.name or module_name!r} (is the package "
+            "installed?)",
+            key="queue",
+        ) from exc
+    for part in attr_path.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise ConfigError(f"queue={spec!r}: {module_name} has no {attr_path!r}", key="queue")
+    queue = target(config, process, clock=clock, start=start)
+    if not isinstance(queue, UpdateQueue):
+        raise ConfigError(
+            f"queue={spec!r}: {attr_path}(...) returned {type(queue).__name__}, which lacks "
+            "the UpdateQueue methods (add, flush, close, status, run_due)",
+            key="queue",
+        )
+    return queue

@@ -1,0 +1,176 @@
+"""``queue: postgres`` — the durable, multi-replica queue in PostgreSQL (psycopg 3).
+
+Claims run ``SELECT … FOR UPDATE SKIP LOCKED`` under a transaction-scoped advisory lock:
+SKIP LOCKED alone cannot stop two replicas from leasing two *different* keys of one
+(user, agent) at the same moment (each sees the other's lease only after it commits), so
+claims are serialised; a claim is two short statements, jobs run outside it. Wake-ups:
+``NOTIFY memfold_jobs`` when a row becomes due now or a job finishes, ``LISTEN`` on one
+connection per replica; debounced rows are found by the workers' poll.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from memfold.errors import ConfigError, StorageError
+from memfold.queue._sql import SCHEMA_VERSION, Cursor, SqlQueue, Tx
+from memfold.queue.base import Job
+
+__all__ = ["PostgresQueue"]
+
+logger = logging.getLogger("memfold.queue")
+
+_CHANNEL = "memfold_jobs"
+#: Advisory lock keys (arbitrary constants, ``hashtext``-free so they never collide by
+#: accident with another memfold lock): schema creation and claims.
+_SCHEMA_LOCK = 0x6D66_0001
+_CLAIM_LOCK = 0x6D66_0002
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS memfold_queue_schema (version INTEGER NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS memfold_jobs (
+        key_hash TEXT PRIMARY KEY,
+        scope_hash TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        user_id TEXT,
+        agent TEXT,
+        payload JSONB NOT NULL,
+        version BIGINT NOT NULL,
+        first_added_at DOUBLE PRECISION NOT NULL,
+        due_at DOUBLE PRECISION NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        lease_owner TEXT,
+        lease_expires_at DOUBLE PRECISION,
+        last_error TEXT
+    )""",
+    "CREATE INDEX IF NOT EXISTS memfold_jobs_due ON memfold_jobs (due_at)",
+    "CREATE INDEX IF NOT EXISTS memfold_jobs_scope ON memfold_jobs (scope_hash, lease_expires_at)",
+)
+
+
+class _PgTx:
+    """A psycopg connection inside ``transaction()``, taking ``?`` placeholders."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> Cursor:
+        cursor: Cursor = self._conn.execute(sql.replace("?", "%s"), tuple(params))
+        return cursor
+
+
+class PostgresQueue(SqlQueue):
+    """The durable queue on PostgreSQL; every replica pointing at ``dsn`` shares it.
+
+    Raises (constructor):
+        ConfigError: psycopg / psycopg_pool are not installed.
+        StorageError: the server cannot be reached or the schema is newer than this memfold.
+    """
+
+    poll_seconds = 1.0
+    for_update = " FOR UPDATE"
+    skip_locked = " FOR UPDATE SKIP LOCKED"
+
+    def __init__(
+        self,
+        dsn: str,
+        process: Callable[[Job], object],
+        *,
+        connect_timeout_seconds: float = 10.0,
+        start: bool = True,
+        **options: Any,
+    ) -> None:
+        super().__init__(process, **options)
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            raise ConfigError(
+                "queue=postgres needs psycopg 3 and psycopg_pool: pip install 'memfold[postgres]'",
+                key="queue",
+            ) from exc
+        self._psycopg: Any = psycopg
+        self._dsn = dsn
+        self._listener: threading.Thread | None = None
+        self._pool: Any = ConnectionPool(
+            dsn,
+            min_size=1,
+            max_size=self._worker_count + 4,
+            kwargs={"autocommit": True},
+            open=False,
+            name="memfold-queue",
+        )
+        try:
+            self._pool.open(wait=True, timeout=connect_timeout_seconds)
+            self._create_schema()
+        except Exception as exc:
+            self._pool.close()
+            if isinstance(exc, StorageError):
+                raise
+            raise StorageError(
+                f"cannot use the PostgreSQL queue database: {exc}; check dsn and the server"
+            ) from exc
+        if start:
+            self.start()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[Tx]:
+        with self._pool.connection() as conn, conn.transaction():
+            yield _PgTx(conn)
+
+    def _claim_lock(self, tx: Tx) -> None:
+        tx.execute("SELECT pg_advisory_xact_lock(?)", (_CLAIM_LOCK,))
+
+    def _notify(self, tx: Tx) -> None:
+        tx.execute(f"NOTIFY {_CHANNEL}")
+
+    def _create_schema(self) -> None:
+        with self._transaction() as tx:
+            tx.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
+            for statement in _SCHEMA:
+                tx.execute(statement)
+            found = tx.execute("SELECT MAX(version) FROM memfold_queue_schema").fetchone()[0]
+            if found is None:
+                tx.execute(
+                    "INSERT INTO memfold_queue_schema (version) VALUES (?)", (SCHEMA_VERSION,)
+                )
+            elif int(found) > SCHEMA_VERSION:
+                raise StorageError(
+                    f"the PostgreSQL queue has schema version {found}, newer than this "
+                    f"memfold's {SCHEMA_VERSION}; upgrade memfold"
+                )
+
+    def _start_listener(self) -> None:
+        if self._listener is None:
+            self._listener = threading.Thread(
+                target=self._listen, name="memfold-queue-listen", daemon=True
+            )
+            self._listener.start()
+
+    def _listen(self) -> None:
+        """Turn NOTIFYs from every replica into local wake-ups; reconnect on errors."""
+        while not self._stop.is_set():
+            try:
+                with self._psycopg.connect(self._dsn, autocommit=True) as conn:
+                    conn.execute(f"LISTEN {_CHANNEL}")
+                    while not self._stop.is_set():
+                        woke = False
+                        for _ in conn.notifies(timeout=0.5, stop_after=1):
+                            woke = True
+                        if woke:
+                            with self._cond:
+                                self._cond.notify_all()
+            except Exception:
+                if self._stop.is_set():
+                    return
+                logger.warning("memfold queue: LISTEN connection lost; reconnecting", exc_info=True)
+                self._stop.wait(1.0)
+
+    def _close_connections(self) -> None:
+        if self._listener is not None:
+            self._listener.join(2.0)
+        self._pool.close(timeout=1.0)
