@@ -62,6 +62,8 @@ class ApplyContext:
     max_facts: int = 100
     confidence_threshold: float = 0.7
     new_id: Callable[[], str] | None = None
+    #: Redacts secrets in new and changed items only, never in stored ones (rule 7).
+    scrub: Callable[[str], str] | None = None
 
     def __post_init__(self) -> None:
         _check_aware(self.now)
@@ -218,7 +220,10 @@ def _eviction_order(facts: Iterable[Fact], new_ids: set[str]) -> list[Fact]:
 
 
 def _apply_summaries(
-    document: MemoryDocument, updates: tuple[SummaryUpdate, ...], now_iso: str
+    document: MemoryDocument,
+    updates: tuple[SummaryUpdate, ...],
+    now_iso: str,
+    scrub: Callable[[str], str] | None = None,
 ) -> tuple[Mapping[str, Summary], list[Change]]:
     """Replace summaries; when a section is updated twice, the last valid update wins."""
     summaries = dict(document.summaries)
@@ -228,6 +233,7 @@ def _apply_summaries(
         section = update.section
         reason = None
         text = update.summary.strip() if isinstance(update.summary, str) else ""
+        text = scrub(text) if scrub is not None and text else text  # security: redact
         if section not in SUMMARY_SECTIONS:
             reason = f"unknown summary section {section!r}; known: {', '.join(SUMMARY_SECTIONS)}"
         elif update.scope != "user":
@@ -292,6 +298,8 @@ def _admit(
     raised: dict[str, float] = {}
     for position, item in enumerate(items):
         content, reason, confidence = _reject_reason(item, context.confidence_threshold)
+        if context.scrub is not None and reason is None:  # security: redact new facts
+            content = context.scrub(content)
         if reason is not None or confidence is None:
             skipped.append(Change("skipped", None, None, content, reason or "invalid"))
             continue
@@ -310,6 +318,8 @@ def _admit(
             continue
         fact_id = _unique_id(taken, context.new_id)
         source_error = item.source_error.strip() if isinstance(item.source_error, str) else None
+        if context.scrub is not None and source_error:  # security: redact
+            source_error = context.scrub(source_error)
         new_facts[fact_id] = Fact(
             id=fact_id,
             content=content,
@@ -334,7 +344,9 @@ def apply(document: MemoryDocument, change_set: ChangeSet, context: ApplyContext
         FactIdError: ``context.new_id`` keeps returning taken or invalid ids.
     """
     now_iso = _iso(context.now)
-    summaries, summary_changes = _apply_summaries(document, change_set.summaries, now_iso)
+    summaries, summary_changes = _apply_summaries(
+        document, change_set.summaries, now_iso, context.scrub
+    )
     existing = {fact.id: fact for fact in document.facts}
     skipped: list[Change] = []
 

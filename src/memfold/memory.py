@@ -32,6 +32,7 @@ from memfold.model import (
 )
 from memfold.queue.base import Job, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
+from memfold.redact import redact_messages, redactor_for
 from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
@@ -86,6 +87,7 @@ class Memory:
         self._extractor = (
             extractor if extractor is not None else _make_extractor(config, chat_model)
         )
+        self._redactor = redactor_for(config)  # security: redact before extraction/storage
         self._counter = get_counter(config.token_encoding)
         self._renderer = ContextRenderer(
             self._counter,
@@ -99,6 +101,7 @@ class Memory:
             max_facts=config.max_facts,
             confidence_threshold=config.fact_confidence_threshold,
             now=self._now,
+            scrub=self._redactor,  # security: redact new/changed items
         )
         self._queue: UpdateQueue | None = None
         self._lock = threading.Lock()
@@ -131,7 +134,7 @@ class Memory:
         Returns False when nothing was queued (no user + assistant exchange left after
         filtering, or the queue refused a new key under backpressure).
         """
-        kept = capture(messages)
+        kept = redact_messages(capture(messages), self._redactor)  # security: redact
         if not has_minimum_dialogue(kept):
             return False
         return self._get_queue().add((thread_id, user_id, agent), kept, detect(kept), urgent=urgent)
@@ -206,7 +209,7 @@ class Memory:
             StorageError: the store failed (stored memory intact).
         """
         scope = Scope(user_id, agent)
-        kept = capture(messages)
+        kept = redact_messages(capture(messages), self._redactor)  # security: redact
         if not has_minimum_dialogue(kept):
             doc = self._store.load(scope)
             return UpdateResult(scope, thread_id, doc.revision, False, skipped="no dialogue")
@@ -273,6 +276,9 @@ class Memory:
             ValueError: empty content or a confidence outside [0, 1].
         """
 
+        if self._redactor is not None and isinstance(content, str):  # security: redact
+            content = self._redactor(content)
+
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
             return _apply.add_fact(
                 doc, content, category=category, confidence=confidence, now=self._now(),
@@ -299,6 +305,8 @@ class Memory:
             DuplicateFactError: the new content duplicates another fact.
         """
         scope = Scope(user_id, agent)
+        if self._redactor is not None and isinstance(content, str):  # security: redact
+            content = self._redactor(content)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
             return _apply.edit_fact(

@@ -64,8 +64,10 @@ class Updater:
         max_facts: int,
         confidence_threshold: float,
         now: Callable[[], datetime],
+        scrub: Callable[[str], str] | None = None,  # security: redaction of new items
     ) -> None:
         self._store = store
+        self._scrub = scrub
         self._extractor = extractor
         self._max_facts = max_facts
         self._threshold = confidence_threshold
@@ -114,6 +116,7 @@ class Updater:
                     signals=signals,
                     max_facts=self._max_facts,
                     confidence_threshold=self._threshold,
+                    scrub=self._scrub,
                 ),
             )
             result_doc = watermark.advance(applied.document, thread_id, [last_key_doc], iso(now))
