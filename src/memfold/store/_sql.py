@@ -297,9 +297,10 @@ class BaseSqlStore:
         try:
             with self._connection() as conn, self._write_transaction(conn):
                 row = self._select(conn, keys, lock=True)
+                stored_revision = 0 if row is None else int(row[0])
+                if stored_revision != expected:  # before parsing: conflicts are the hot path
+                    raise ConflictError(scope, expected=expected, actual=stored_revision)
                 current = _EMPTY if row is None else self._parse(scope, *row)
-                if current.revision != expected:
-                    raise ConflictError(scope, expected=expected, actual=current.revision)
                 stored = document.with_changes(revision=expected + 1, generation=current.generation)
                 self._write(conn, scope, keys, stored, previous=None if row is None else expected)
                 return stored
