@@ -28,14 +28,6 @@ def test_memory_opens_a_fresh_in_memory_store(tmp_path: Path) -> None:
     assert first is not second
 
 
-@pytest.mark.parametrize("name", ["sqlite", "postgres"])
-def test_sql_backends_are_not_available_yet(tmp_path: Path, name: str) -> None:
-    config = MemoryConfig(home=tmp_path, storage=name, dsn="postgresql://u@h/db")
-    with pytest.raises(ConfigError, match=f"storage='{name}' is not available") as caught:
-        open_store(config)
-    assert caught.value.key == "storage"
-
-
 @pytest.fixture
 def plugin(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     module = types.ModuleType("memfold_test_plugin")
