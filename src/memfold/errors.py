@@ -56,7 +56,7 @@ class CorruptMemoryError(StorageError):
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(
             f"corrupt memory file {path}: {reason}. memfold will not overwrite it; "
-            "repair or move the file away, then retry"
+            "repair or move it away, then retry"
         )
         self.path = path
         self.reason = reason
