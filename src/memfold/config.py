@@ -48,7 +48,7 @@ class MemoryConfig(BaseModel):
 
     home: Path = Path("./.memfold")
     storage: str = "json"
-    dsn: str | None = None
+    dsn: str | None = Field(default=None, repr=False)  # security: no password in reprs
     queue: str = "memory"
     extractor: Literal["auto", "llm", "rules"] = "auto"
     llm: LLMConfig | None = None
@@ -227,8 +227,11 @@ def _explain(exc: ValidationError) -> str:
 
 
 _SECRET_KEY = re.compile(r"(password|passwd|secret|token|api_key$|apikey)", re.IGNORECASE)
-_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]+:)(?P<pw>[^@\s]+)(?=@)", re.I)
-_DSN_PASSWORD = re.compile(r"(?P<head>\bpassword\s*=\s*)(?P<pw>\S+)", re.I)
+# security: empty user (redis://:pw@), quoted values, pwd=/sslpassword= (issue 7)
+_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]+)(?=@)", re.I)
+_DSN_PASSWORD = re.compile(
+    r"(?P<head>\b(?:ssl)?(?:password|passwd|pwd)\s*=\s*)(?P<pw>'[^']*'|\"[^\"]*\"|[^\s;&]+)", re.I
+)
 
 
 def mask_secrets(value: Any, key: str = "") -> Any:
