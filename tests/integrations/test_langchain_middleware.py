@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -424,3 +425,33 @@ def test_model_errors_are_not_swallowed(memory: Memory, make_model: Callable[...
 
     with pytest.raises(RuntimeError, match="model is down"):
         ask(agent, "hello", user_id="alice")
+
+
+class ThreadRecordingStore(InMemoryStore):
+    """Remembers which OS thread each load ran on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.load_threads: list[int] = []
+
+    def load(self, scope: Scope) -> MemoryDocument:
+        self.load_threads.append(threading.get_ident())
+        return super().load(scope)
+
+
+def test_async_injection_reads_the_store_off_the_event_loop_thread(
+    make_memory: Callable[..., Memory], make_model: Callable[..., Any]
+) -> None:
+    store = ThreadRecordingStore()
+    memory = make_memory(store=store)
+    agent = build(make_model(), MemoryMiddleware(memory))
+    loop_threads: list[int] = []
+
+    async def run() -> None:
+        loop_threads.append(threading.get_ident())
+        await aask(agent, "hello", user_id="alice")
+
+    asyncio.run(run())
+
+    assert store.load_threads
+    assert loop_threads[0] not in store.load_threads
