@@ -246,10 +246,11 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if block is None:
                 block = self.memory.context(user_id=key[1], agent=key[2])
                 block = self._freeze(key, block)
+            with_memory = self._with_block(request, block)
         except Exception:
             self._log_load_failure(key)
-            block = ""
-        return handler(self._with_block(request, block))
+            with_memory = request
+        return handler(with_memory)
 
     async def awrap_model_call(
         self,
@@ -264,10 +265,11 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if block is None:
                 block = await self.memory.acontext(user_id=key[1], agent=key[2])
                 block = self._freeze(key, block)
+            with_memory = self._with_block(request, block)
         except Exception:
             self._log_load_failure(key)
-            block = ""
-        return await handler(self._with_block(request, block))
+            with_memory = request
+        return await handler(with_memory)
 
     def _frozen_block(self, key: _Key) -> str | None:
         if self.injection_mode != "per_thread" or key[0] is None:
