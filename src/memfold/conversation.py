@@ -275,16 +275,25 @@ def _from_mapping(raw: Mapping[str, object], index: int) -> _Item:
         role == _ASSISTANT and bool(raw.get("tool_calls") or raw.get("function_call"))
     )
     if not dropped:
-        extra = raw.get("additional_kwargs")
-        metadata = raw.get("metadata")
-        response_metadata = raw.get("response_metadata")
-        dropped = (
-            bool(extra and _flag(extra, "hide_from_ui"))
-            or bool(metadata and _flag(metadata, "hidden"))
-            or bool(response_metadata and _flag(response_metadata, "hidden"))
+        dropped = _hidden(
+            raw.get("additional_kwargs"), raw.get("metadata"), raw.get("response_metadata")
         )
     raw_id = raw.get("id")
     return role, text, raw_id if type(raw_id) is str and raw_id else _ident(raw_id), dropped
+
+
+def _hidden(extra: object, metadata: object, response_metadata: object) -> bool:
+    """Marked hidden by the framework, or a summary LangChain's SummarizationMiddleware
+    wrote as a human message (memory must not learn it as something the user said)."""
+    return (
+        bool(extra and (_flag(extra, "hide_from_ui") or _summary_source(extra)))
+        or bool(metadata and _flag(metadata, "hidden"))
+        or bool(response_metadata and _flag(response_metadata, "hidden"))
+    )
+
+
+def _summary_source(extra: object) -> bool:
+    return isinstance(extra, Mapping) and extra.get("lc_source") == "summarization"
 
 
 _OBJECT_FIELDS: Final = (
@@ -349,9 +358,7 @@ def _from_fields(fields: dict[str, object], kind: str, index: int) -> _Item:
                 or (extra and (_flag(extra, "tool_calls") or _flag(extra, "function_call")))
             )
         )
-        or bool(extra and _flag(extra, "hide_from_ui"))
-        or bool(metadata and _flag(metadata, "hidden"))
-        or bool(response_metadata and _flag(response_metadata, "hidden"))
+        or _hidden(extra, metadata, response_metadata)
     )
     return role, text, _ident(get("id")), dropped
 

@@ -16,13 +16,13 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from memfold import Memory
+from memfold.conversation import capture
 from memfold.errors import StorageError
 from memfold.integrations.langchain import (
     MemoryMiddleware,
-    learnable_messages,
     with_memory_block,
 )
-from memfold.model import MemoryDocument, Scope
+from memfold.model import MemoryDocument, Message, Scope
 from memfold.testing import FakeClock, InMemoryStore
 
 BLOCK_TAG = "<user_memory>"
@@ -286,7 +286,10 @@ def test_summary_messages_written_by_summarization_are_not_learned() -> None:
     )
     user = HumanMessage(content="hello")
 
-    assert learnable_messages([summary, user]) == [user]
+    assert capture([summary, user, AIMessage(content="hi")]) == (
+        Message("user", "hello"),
+        Message("assistant", "hi"),
+    )
 
 
 # --- injection modes --------------------------------------------------------------------

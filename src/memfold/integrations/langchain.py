@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal, TypeAlias
 
 try:
@@ -48,7 +48,6 @@ __all__ = [
     "MemoryMiddleware",
     "MemorySummarizationMiddleware",
     "dropped_messages",
-    "learnable_messages",
     "resolve_thread_id",
     "with_memory_block",
 ]
@@ -61,9 +60,6 @@ IdResolver: TypeAlias = str | Callable[[Runtime[Any]], str | None] | None
 InjectionMode: TypeAlias = Literal["per_call", "per_thread"]
 
 _INJECTION_MODES: Final = ("per_call", "per_thread")
-#: ``additional_kwargs["lc_source"]`` of the message SummarizationMiddleware writes its
-#: summary into: text the assistant framework wrote, not the user, so memory skips it.
-_SUMMARY_SOURCE: Final = "summarization"
 DEFAULT_MAX_FROZEN_BLOCKS: Final = 1024
 
 _Key: TypeAlias = tuple[str | None, str | None, str | None]
@@ -99,17 +95,6 @@ def _describe(key: _Key) -> str:
     user = "<default user>" if user_id is None else repr(user_id)
     where = f"thread {thread_id!r}, user {user}"
     return where if agent is None else f"{where}, agent {agent!r}"
-
-
-def learnable_messages(messages: Iterable[object]) -> list[object]:
-    """``messages`` without the summaries SummarizationMiddleware wrote in a human message
-    (memory must not learn the framework's own summary as something the user said)."""
-    return [m for m in messages if not _is_summary(m)]
-
-
-def _is_summary(message: object) -> bool:
-    extra = getattr(message, "additional_kwargs", None)
-    return isinstance(extra, Mapping) and extra.get("lc_source") == _SUMMARY_SOURCE
 
 
 def with_memory_block(system: SystemMessage | None, block: str) -> SystemMessage:
@@ -307,7 +292,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 self._identity.note_missing_thread()
                 return
             self.memory.record(
-                learnable_messages(state["messages"]),
+                state["messages"],
                 thread_id=thread_id,
                 user_id=key[1],
                 agent=key[2],
@@ -325,7 +310,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 self._identity.note_missing_thread()
                 return
             await self.memory.arecord(
-                learnable_messages(state["messages"]),
+                state["messages"],
                 thread_id=thread_id,
                 user_id=key[1],
                 agent=key[2],
@@ -427,7 +412,7 @@ class MemorySummarizationMiddleware(SummarizationMiddleware):
         """The run's key and the learnable dropped messages ([] when nothing to record)."""
         key: _Key = (None, None, None)
         try:
-            dropped = learnable_messages(dropped_messages(before, update))
+            dropped = dropped_messages(before, update)
             if not dropped:
                 return key, []
             key = self._identity.key(runtime)
