@@ -7,6 +7,7 @@ data flow and keeps every public call thread-safe.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -101,12 +102,16 @@ class Memory:
             max_facts=config.max_facts,
             confidence_threshold=config.fact_confidence_threshold,
             now=self._now,
-            scrub=self._redactor,  # security: redact new/changed items
+            redactor=self._redactor,  # security: redacts turns and new/changed items
         )
         self._queue: UpdateQueue | None = None
         self._lock = threading.Lock()
         self._usage = Usage()
         self._closed = False
+        if config.queue != "memory":
+            # A durable queue may hold updates a previous process left behind: open it now,
+            # so its workers pick them up without waiting for this process's first record.
+            self._get_queue()
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], /, **overrides: Any) -> Memory:
@@ -134,9 +139,13 @@ class Memory:
         Returns False when nothing was queued (no user + assistant exchange left after
         filtering, or the queue refused a new key under backpressure).
         """
-        kept = redact_messages(capture(messages), self._redactor)  # security: redact
+        kept = capture(messages)
         if not has_minimum_dialogue(kept):
             return False
+        if self.config.queue != "memory":
+            # security: a durable queue writes the turns to disk, so redact them first; the
+            # in-process queue leaves it to the worker (the updater), off the agent's turn.
+            kept = redact_messages(kept, self._redactor)
         return self._get_queue().add((thread_id, user_id, agent), kept, detect(kept), urgent=urgent)
 
     async def arecord(
@@ -149,9 +158,21 @@ class Memory:
         agent: str | None = None,
         urgent: bool = False,
     ) -> bool:
-        """``record`` for async callers (it does no IO, so it runs inline)."""
-        return self.record(
-            messages, thread_id=thread_id, user_id=user_id, agent=agent, urgent=urgent
+        """``record`` for async callers. With the in-process queue it does no IO and runs
+        inline; a durable queue writes to its database, so that happens in a thread."""
+        if self.config.queue == "memory":
+            return self.record(
+                messages, thread_id=thread_id, user_id=user_id, agent=agent, urgent=urgent
+            )
+        return await asyncio.to_thread(
+            functools.partial(
+                self.record,
+                messages,
+                thread_id=thread_id,
+                user_id=user_id,
+                agent=agent,
+                urgent=urgent,
+            )
         )
 
     def flush(self, timeout: float | None = 30.0) -> bool:
@@ -209,7 +230,7 @@ class Memory:
             StorageError: the store failed (stored memory intact).
         """
         scope = Scope(user_id, agent)
-        kept = redact_messages(capture(messages), self._redactor)  # security: redact
+        kept = capture(messages)  # the updater redacts them before extraction
         if not has_minimum_dialogue(kept):
             doc = self._store.load(scope)
             return UpdateResult(scope, thread_id, doc.revision, False, skipped="no dialogue")

@@ -13,6 +13,7 @@ from memfold.apply import ApplyContext, Change, apply
 from memfold.errors import ConflictError
 from memfold.extract.base import ExtractionRequest, Extractor, Usage
 from memfold.model import MemoryDocument, Message, Scope, Signals
+from memfold.redact import Redactor, redact_messages
 from memfold.store.base import MemoryStore
 
 __all__ = ["MAX_COMMIT_ATTEMPTS", "UpdateResult", "Updater", "iso"]
@@ -64,10 +65,10 @@ class Updater:
         max_facts: int,
         confidence_threshold: float,
         now: Callable[[], datetime],
-        scrub: Callable[[str], str] | None = None,  # security: redaction of new items
+        redactor: Redactor | None = None,
     ) -> None:
         self._store = store
-        self._scrub = scrub
+        self._redactor = redactor
         self._extractor = extractor
         self._max_facts = max_facts
         self._threshold = confidence_threshold
@@ -91,6 +92,9 @@ class Updater:
             ConflictError: commits kept racing after ``MAX_COMMIT_ATTEMPTS`` re-applies.
             StorageError: the store failed; nothing was lost.
         """
+        # security: nothing reaches the extractor or the store unredacted. Redaction is
+        # idempotent, so messages a durable queue already redacted come out the same.
+        messages = redact_messages(messages, self._redactor)
         document = self._store.load(scope)
         generation = document.generation
         new = _with_context(messages, document, thread_id)
@@ -116,7 +120,7 @@ class Updater:
                     signals=signals,
                     max_facts=self._max_facts,
                     confidence_threshold=self._threshold,
-                    scrub=self._scrub,
+                    scrub=self._redactor,
                 ),
             )
             result_doc = watermark.advance(applied.document, thread_id, [last_key_doc], iso(now))
