@@ -20,7 +20,7 @@ from typing import Any, Self, TypeVar
 from memfold import apply as _apply
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
-from memfold.errors import ConflictError, MemfoldError
+from memfold.errors import MemfoldError
 from memfold.extract.base import Extractor, Usage
 from memfold.inject import ContextRenderer
 from memfold.model import (
@@ -38,7 +38,7 @@ from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
 from memfold.tokens import get_counter
-from memfold.updater import MAX_COMMIT_ATTEMPTS, Updater, UpdateResult
+from memfold.updater import Updater, UpdateResult, retry_on_conflict
 
 __all__ = ["Memory"]
 
@@ -376,15 +376,13 @@ class Memory:
     def _edit(
         self, scope: Scope, change: Callable[[MemoryDocument], tuple[MemoryDocument, _T]]
     ) -> _T:
-        for _ in range(MAX_COMMIT_ATTEMPTS):
+        def attempt() -> _T:
             doc = self._store.load(scope)
             new_doc, value = change(doc)
-            try:
-                self._store.commit(scope, new_doc, expected_revision=doc.revision)
-            except ConflictError:
-                continue
+            self._store.commit(scope, new_doc, expected_revision=doc.revision)
             return value
-        raise ConflictError(scope, expected=doc.revision, actual=-1)
+
+        return retry_on_conflict(attempt)
 
     # --- lifecycle -------------------------------------------------------------------
 

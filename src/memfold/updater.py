@@ -4,9 +4,12 @@ clear fence. Used by ``Memory.update`` directly and by the queue's workers."""
 from __future__ import annotations
 
 import logging
+import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from memfold import watermark
 from memfold.apply import ApplyContext, Change, apply
@@ -16,12 +19,15 @@ from memfold.model import MemoryDocument, Message, Scope, Signals
 from memfold.redact import Redactor, redact_messages
 from memfold.store.base import MemoryStore
 
-__all__ = ["MAX_COMMIT_ATTEMPTS", "UpdateResult", "Updater", "iso"]
+__all__ = ["MAX_COMMIT_ATTEMPTS", "UpdateResult", "Updater", "iso", "retry_on_conflict"]
 
 logger = logging.getLogger("memfold.update")
 
 #: Re-apply a change set to a fresh document at most this often when commits race.
-MAX_COMMIT_ATTEMPTS = 8
+MAX_COMMIT_ATTEMPTS = 10
+_CONFLICT_BACKOFF_SECONDS = 0.001
+
+_T = TypeVar("_T")
 
 
 def iso(moment: datetime) -> str:
@@ -102,17 +108,20 @@ class Updater:
             return UpdateResult(scope, thread_id, document.revision, False, skipped="nothing new")
         request = ExtractionRequest(document, new, signals, thread_id)
         extraction = self._extractor.propose(request)
-        last_key_doc = messages[-1]
-        for _ in range(MAX_COMMIT_ATTEMPTS):
-            if document.generation != generation:
+        last_message = messages[-1]
+        fresh = [document]  # the first attempt reuses the document the extractor saw
+
+        def attempt() -> UpdateResult:
+            current = fresh.pop() if fresh else self._store.load(scope)
+            if current.generation != generation:
                 logger.info("update for %s discarded: memory was cleared meanwhile", scope)
                 return UpdateResult(
-                    scope, thread_id, document.revision, False, usage=extraction.usage,
+                    scope, thread_id, current.revision, False, usage=extraction.usage,
                     messages_sent=len(new), skipped="cleared during update",
                 )  # fmt: skip
             now = self._now()
             applied = apply(
-                document,
+                current,
                 extraction.change_set,
                 ApplyContext(
                     now=now,
@@ -123,22 +132,37 @@ class Updater:
                     scrub=self._redactor,
                 ),
             )
-            result_doc = watermark.advance(applied.document, thread_id, [last_key_doc], iso(now))
-            if not applied.changed and _same_watermark(document, result_doc, thread_id):
+            result_doc = watermark.advance(applied.document, thread_id, [last_message], iso(now))
+            if not applied.changed and _same_watermark(current, result_doc, thread_id):
                 return UpdateResult(
-                    scope, thread_id, document.revision, False, applied.changes,
+                    scope, thread_id, current.revision, False, applied.changes,
                     extraction.usage, len(new), skipped="no change",
                 )  # fmt: skip
-            try:
-                stored = self._store.commit(scope, result_doc, expected_revision=document.revision)
-            except ConflictError:
-                document = self._store.load(scope)
-                continue
+            stored = self._store.commit(scope, result_doc, expected_revision=current.revision)
             return UpdateResult(
                 scope, thread_id, stored.revision, True, applied.changes,
                 extraction.usage, len(new),
             )  # fmt: skip
-        raise ConflictError(scope, expected=document.revision, actual=-1)
+
+        return retry_on_conflict(attempt)
+
+
+def retry_on_conflict(attempt: Callable[[], _T]) -> _T:
+    """Call ``attempt`` (load, change, commit) until its commit does not conflict.
+
+    Racing writers wait a short random, growing time between tries so they spread out.
+
+    Raises:
+        ConflictError: the last conflict, after ``MAX_COMMIT_ATTEMPTS`` tries.
+    """
+    for tries in range(1, MAX_COMMIT_ATTEMPTS + 1):
+        try:
+            return attempt()
+        except ConflictError:
+            if tries == MAX_COMMIT_ATTEMPTS:
+                raise
+            time.sleep(random.uniform(0, _CONFLICT_BACKOFF_SECONDS * 2**tries))
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
 def _same_watermark(before: MemoryDocument, after: MemoryDocument, thread_id: str) -> bool:
