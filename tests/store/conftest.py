@@ -65,6 +65,14 @@ def store_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     return BACKENDS[request.param](request, tmp_path)
 
 
+@pytest.fixture(params=sorted(name for name in BACKENDS if name != "inmemory"))
+def durable_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """Backends whose data outlives the store instance (every one but ``inmemory``)."""
+    backend = BACKENDS[request.param](request, tmp_path)
+    assert backend.durable
+    return backend
+
+
 @pytest.fixture
 def store(store_backend: Backend) -> Iterator[MemoryStore]:
     opened = store_backend.open()

@@ -238,14 +238,12 @@ def test_eight_threads_with_reload_and_retry_lose_no_update(store: MemoryStore) 
     }
 
 
-def test_new_instance_after_close_sees_the_data(store_backend) -> None:
-    if not store_backend.durable:
-        pytest.skip(f"{store_backend.name} keeps data only for the life of the instance")
-    first = store_backend.open()
+def test_new_instance_after_close_sees_the_data(durable_backend) -> None:
+    first = durable_backend.open()
     stored = first.commit(Scope("alice", "coder"), document_from_dict(RICH), expected_revision=0)
     first.close()
     first.close()
-    second = store_backend.open()
+    second = durable_backend.open()
     assert second is not first
     assert second.load(Scope("alice", "coder")) == stored
     assert list(second.scopes()) == [Scope("alice", "coder")]

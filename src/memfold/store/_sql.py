@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from memfold.errors import ConflictError, CorruptMemoryError, StorageError
 from memfold.model import DocumentError, MemoryDocument, Scope, document_from_dict, document_to_dict
 from memfold.store._ids import validate_id
+from memfold.store.base import check_commit_args
 
 __all__ = [
     "DOCUMENTS_TABLE",
@@ -79,19 +80,6 @@ def _keys(scope: Scope) -> tuple[str, str]:
     user = "" if scope.user_id is None else validate_id(scope.user_id, "user_id")
     agent = "" if scope.agent is None else validate_id(scope.agent, "agent")
     return user, agent
-
-
-def _check_revision(expected_revision: object) -> int:
-    if (
-        isinstance(expected_revision, bool)
-        or not isinstance(expected_revision, int)
-        or expected_revision < 0
-    ):
-        raise ValueError(
-            f"expected_revision={expected_revision!r}: must be the non-negative revision "
-            "of the document you loaded"
-        )
-    return expected_revision
 
 
 class BaseSqlStore:
@@ -290,9 +278,7 @@ class BaseSqlStore:
             StorageError: the write failed; the previous version is intact.
             TypeError, ValueError: bad arguments or ids.
         """
-        if not isinstance(document, MemoryDocument):
-            raise TypeError(f"document must be a MemoryDocument, got {type(document).__name__}")
-        expected = _check_revision(expected_revision)
+        expected = check_commit_args(document, expected_revision)
         keys = _keys(scope)
         try:
             with self._connection() as conn, self._write_transaction(conn):

@@ -53,3 +53,24 @@ class MemoryStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def check_commit_args(document: object, expected_revision: object) -> int:
+    """The arguments every backend's ``commit`` validates, the same way.
+
+    Raises:
+        TypeError: ``document`` is not a ``MemoryDocument``.
+        ValueError: ``expected_revision`` is not a non-negative integer.
+    """
+    if not isinstance(document, MemoryDocument):
+        raise TypeError(f"document must be a MemoryDocument, got {type(document).__name__}")
+    if (
+        isinstance(expected_revision, bool)
+        or not isinstance(expected_revision, int)
+        or expected_revision < 0
+    ):
+        raise ValueError(
+            f"expected_revision={expected_revision!r}: must be the non-negative revision "
+            "of the document you loaded"
+        )
+    return expected_revision

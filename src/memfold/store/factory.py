@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from memfold._plugins import load_factory
 from memfold.config import MemoryConfig
 from memfold.errors import ConfigError
 from memfold.store.base import MemoryStore
@@ -63,28 +61,10 @@ def _postgres(config: MemoryConfig) -> MemoryStore:
 
 
 def _from_factory(spec: str, config: MemoryConfig) -> MemoryStore:
-    module_name, _, attr_path = spec.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise ConfigError(
-            f"storage={spec!r}: cannot import {exc.name or module_name!r} "
-            "(is the package installed?)",
-            key="storage",
-        ) from exc
-    for part in attr_path.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError as exc:
-            raise ConfigError(
-                f"storage={spec!r}: {module_name} has no attribute {attr_path!r}", key="storage"
-            ) from exc
-    if not callable(target):
-        raise ConfigError(f"storage={spec!r}: {attr_path} is not callable", key="storage")
-    store = target(config)
+    store = load_factory(spec, key="storage")(config)
     if not isinstance(store, MemoryStore):
         raise ConfigError(
-            f"storage={spec!r}: {attr_path}(config) returned {type(store).__name__}, "
+            f"storage={spec!r}: {spec.partition(':')[2]}(config) returned {type(store).__name__}, "
             "which lacks the MemoryStore methods (load, commit, clear, scopes, close)",
             key="storage",
         )

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from memfold.errors import ConflictError
 from memfold.model import MemoryDocument, Scope
 from memfold.store._ids import validate_id
+from memfold.store.base import check_commit_args
 
 __all__ = ["InMemoryStore"]
 
@@ -53,17 +54,7 @@ class InMemoryStore:
             ConflictError: the stored revision differs; nothing was stored.
             TypeError, ValueError: bad arguments or ids.
         """
-        if not isinstance(document, MemoryDocument):
-            raise TypeError(f"document must be a MemoryDocument, got {type(document).__name__}")
-        if (
-            isinstance(expected_revision, bool)
-            or not isinstance(expected_revision, int)
-            or expected_revision < 0
-        ):
-            raise ValueError(
-                f"expected_revision={expected_revision!r}: must be the non-negative revision "
-                "of the document you loaded"
-            )
+        check_commit_args(document, expected_revision)
         with self._lock:
             current = self._documents.get(_checked(scope), _EMPTY)
             if current.revision != expected_revision:

@@ -42,6 +42,7 @@ from memfold.model import (
     document_to_dict,
 )
 from memfold.store._ids import DEFAULT_USER_DIR, encode_id
+from memfold.store.base import check_commit_args
 
 __all__ = ["JsonFileStore"]
 
@@ -193,17 +194,7 @@ class JsonFileStore:
             StorageError: the write failed; the previous file is intact.
             TypeError, ValueError: bad arguments or ids.
         """
-        if not isinstance(document, MemoryDocument):
-            raise TypeError(f"document must be a MemoryDocument, got {type(document).__name__}")
-        if (
-            isinstance(expected_revision, bool)
-            or not isinstance(expected_revision, int)
-            or expected_revision < 0
-        ):
-            raise ValueError(
-                f"expected_revision={expected_revision!r}: must be the non-negative revision "
-                "of the document you loaded"
-            )
+        check_commit_args(document, expected_revision)
         folder = self.folder(scope)
         path = folder / MEMORY_FILE
         with self._locked(folder):
