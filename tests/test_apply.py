@@ -14,13 +14,9 @@ from memfold.apply import (
     ApplyResult,
     Change,
     FactIdError,
-    add_fact,
     apply,
     dedup_key,
-    delete_fact,
-    edit_fact,
 )
-from memfold.errors import DuplicateFactError, FactNotFoundError
 from memfold.extract.base import ChangeSet, FactRemoval, NewFact, SummaryUpdate
 from memfold.model import MANUAL_SOURCE, Fact, MemoryDocument, Signals, Summary
 
@@ -578,93 +574,3 @@ def test_timestamps_are_written_in_utc_with_z() -> None:
 def test_invalid_context_is_rejected(overrides: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         ctx(**overrides)
-
-
-# --- manual edits ----------------------------------------------------------------------
-
-
-def test_add_fact_creates_a_manual_fact() -> None:
-    document, added = add_fact(doc(), " Is vegetarian ", category="Preference", now=NOW)
-    assert added in document.facts
-    assert added.source == MANUAL_SOURCE
-    assert added.is_manual
-    assert (added.content, added.category, added.confidence) == ("Is vegetarian", "preference", 0.9)
-    assert document.last_updated == NOW_ISO
-
-
-def test_add_fact_rejects_a_duplicate() -> None:
-    base = doc(fact("fact_00000001", "Is vegetarian."))
-    with pytest.raises(DuplicateFactError) as info:
-        add_fact(base, "is  VEGETARIAN", now=NOW)
-    assert info.value.existing_id == "fact_00000001"
-
-
-@pytest.mark.parametrize(
-    ("content", "confidence", "message"),
-    [("", 0.9, "content=''"), ("Ok", 1.5, "confidence=1.5"), ("Ok", math.nan, "confidence=nan")],
-)
-def test_add_fact_rejects_invalid_values(content: str, confidence: float, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        add_fact(doc(), content, confidence=confidence, now=NOW)
-
-
-def test_add_fact_at_the_cap_evicts_the_least_trusted_automatic_fact() -> None:
-    base = doc(
-        fact("fact_00000001", "Weak", confidence=0.7),
-        fact("fact_00000002", "Manual", confidence=0.1, source=MANUAL_SOURCE),
-    )
-    document, added = add_fact(base, "New", now=NOW, max_facts=2)
-    assert contents(document) == ["Manual", "New"]
-    assert added.content == "New"
-
-
-def test_add_fact_when_all_facts_are_manual_asks_to_raise_max_facts() -> None:
-    base = doc(fact("fact_00000001", "Manual", source=MANUAL_SOURCE))
-    with pytest.raises(ValueError, match="raise max_facts"):
-        add_fact(base, "Another", now=NOW, max_facts=1)
-
-
-def test_edit_fact_changes_fields_and_sets_updated_at() -> None:
-    base = doc(fact("fact_00000001", "Likes tea"), fact("fact_00000002", "Uses Go"))
-    document, edited = edit_fact(
-        base, "fact_00000001", content="Likes green tea", category="Preference",
-        confidence=1, now=NOW,
-    )  # fmt: skip
-    assert edited == document.facts[0]
-    assert (edited.content, edited.category, edited.confidence) == (
-        "Likes green tea",
-        "preference",
-        1.0,
-    )
-    assert (edited.created_at, edited.updated_at) == (EARLIER, NOW_ISO)
-    assert edited.source == "t0"
-    assert document.facts[1] == base.facts[1]
-
-
-def test_edit_fact_without_a_real_change_returns_the_document_unchanged() -> None:
-    base = doc(fact("fact_00000001", "Likes tea"))
-    document, edited = edit_fact(base, "fact_00000001", content="Likes tea", now=NOW)
-    assert document is base
-    assert edited == base.facts[0]
-
-
-def test_edit_fact_into_a_duplicate_of_another_fact_is_rejected() -> None:
-    base = doc(fact("fact_00000001", "Likes tea"), fact("fact_00000002", "Uses Go"))
-    with pytest.raises(DuplicateFactError):
-        edit_fact(base, "fact_00000001", content="uses go.", now=NOW)
-
-
-def test_edit_and_delete_of_unknown_fact_raise_not_found_with_scope() -> None:
-    with pytest.raises(FactNotFoundError) as info:
-        edit_fact(doc(), "fact_missing", content="x", now=NOW, scope="alice")
-    assert info.value.scope == "alice"
-    with pytest.raises(FactNotFoundError, match="fact_missing"):
-        delete_fact(doc(), "fact_missing")
-
-
-def test_delete_fact_removes_manual_and_automatic_facts() -> None:
-    base = doc(fact("fact_00000001", "A", source=MANUAL_SOURCE), fact("fact_00000002", "B"))
-    document = delete_fact(base, "fact_00000001")
-    document = delete_fact(document, "fact_00000002", now=NOW)
-    assert document.facts == ()
-    assert document.last_updated == NOW_ISO

@@ -5,23 +5,32 @@ the business rules of DESIGN.md rules 6-7: one bad item never sinks the others, 
 are guarded (clean parse, manual facts only on a correction, never losing a fact whose
 replacement failed), new facts are thresholded, scrubbed and de-duplicated, and the fact
 cap never trims a fact added in the same update in favour of an equally trusted old one.
-``add_fact``/``edit_fact``/``delete_fact`` are the manual edits behind the ``Memory`` facade.
+A person's edits live in ``memfold.edits``; ``add_fact``/``edit_fact``/``delete_fact`` are
+re-exported here for callers that imported them from ``apply``.
 """
 
 from __future__ import annotations
 
-import math
 import re
-import secrets
-import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Literal
 
-from memfold.errors import DuplicateFactError, FactNotFoundError, MemfoldError
+from memfold._facts import (
+    FactIdError,
+    check_aware,
+    check_max_facts,
+    dedup_key,
+    eviction_order,
+    iso,
+    normalise_category,
+    normalise_confidence,
+    unique_id,
+)
+from memfold.edits import add_fact, delete_fact, edit_fact
 from memfold.extract.base import ChangeSet, FactRemoval, NewFact, SummaryUpdate
-from memfold.model import MANUAL_SOURCE, SUMMARY_SECTIONS, Fact, MemoryDocument, Signals, Summary
+from memfold.model import SUMMARY_SECTIONS, Fact, MemoryDocument, Signals, Summary
 
 __all__ = [
     "ApplyContext",
@@ -37,15 +46,6 @@ __all__ = [
 ]
 
 ChangeKind = Literal["added", "removed", "updated", "evicted", "summary_changed", "skipped"]
-
-#: How many fresh ids a generator may propose before we call it broken.
-MAX_ID_ATTEMPTS = 100
-_DEFAULT_CATEGORY = "context"
-_EPOCH = datetime.min.replace(tzinfo=UTC)
-
-
-class FactIdError(MemfoldError, RuntimeError):
-    """The fact-id generator keeps returning ids that are taken or not strings."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,8 @@ class ApplyContext:
     scrub: Callable[[str], str] | None = None
 
     def __post_init__(self) -> None:
-        _check_aware(self.now)
-        _check_max_facts(self.max_facts)
+        check_aware(self.now)
+        check_max_facts(self.max_facts)
         threshold = self.confidence_threshold
         if not (isinstance(threshold, int | float) and 0.0 <= threshold <= 1.0):
             raise ValueError(
@@ -97,33 +97,7 @@ class ApplyResult:
         return any(change.kind != "skipped" for change in self.changes)
 
 
-# --- normalisation ---------------------------------------------------------------------
-
-_TRAILING_PUNCTUATION = ".!?,;:…‥。！？，；：、．｡､"
-
-
-def dedup_key(content: str) -> str:
-    """The form two facts are compared in: NFKC, case-folded, whitespace collapsed,
-    trailing sentence punctuation (ASCII and CJK) removed."""
-    text = " ".join(unicodedata.normalize("NFKC", content).casefold().split())
-    return text.rstrip(_TRAILING_PUNCTUATION + " ")
-
-
-def _normalise_category(category: object) -> str:
-    if not isinstance(category, str):
-        return _DEFAULT_CATEGORY
-    return category.strip().lower() or _DEFAULT_CATEGORY
-
-
-def _normalise_confidence(value: object) -> float | None:
-    """A confidence clamped to [0, 1], or None when it is not a finite number."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    if not math.isfinite(number):
-        return None
-    return min(1.0, max(0.0, number))
-
+# --- uploads ---------------------------------------------------------------------------
 
 _FILE_NOUNS = (
     r"(?:files?|documents?|docs?|images?|pictures?|pdfs?|attachments?|screenshots?"
@@ -153,67 +127,6 @@ _UPLOAD_EVENT = re.compile(
 
 def _mentions_upload(content: str) -> bool:
     return _UPLOAD_EVENT.search(content) is not None
-
-
-# --- small helpers ---------------------------------------------------------------------
-
-
-def _check_aware(now: datetime) -> None:
-    if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
-        raise ValueError(f"now={now!r}: pass a timezone-aware datetime (e.g. in UTC)")
-
-
-def _check_max_facts(max_facts: int) -> None:
-    if isinstance(max_facts, bool) or not isinstance(max_facts, int) or max_facts < 1:
-        raise ValueError(f"max_facts={max_facts!r}: must be an integer of at least 1")
-
-
-def _iso(now: datetime) -> str:
-    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_time(value: str) -> datetime:
-    """A fact's timestamp for ordering; unreadable or missing ones count as oldest."""
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return _EPOCH
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
-
-
-def _default_id() -> str:
-    return f"fact_{secrets.token_hex(4)}"
-
-
-def _unique_id(taken: set[str], new_id: Callable[[], str] | None) -> str:
-    generate = new_id or _default_id
-    for _ in range(MAX_ID_ATTEMPTS):
-        candidate = generate()
-        if isinstance(candidate, str) and candidate and candidate not in taken:
-            taken.add(candidate)
-            return candidate
-    raise FactIdError(
-        f"the fact-id generator returned {MAX_ID_ATTEMPTS} ids that were empty, not strings "
-        "or already used; pass a new_id that returns unique non-empty strings"
-    )
-
-
-def _eviction_order(facts: Iterable[Fact], new_ids: set[str]) -> list[Fact]:
-    """Facts in the order the cap removes them: non-manual before manual, then lowest
-    confidence, then older; a fact added now never loses a tie to an older one."""
-    indexed = list(enumerate(facts))
-    indexed.sort(
-        key=lambda pair: (
-            pair[1].is_manual,
-            pair[1].confidence,
-            pair[1].id in new_ids,
-            _parse_time(pair[1].created_at),
-            pair[0],
-        )
-    )
-    return [fact for _, fact in indexed]
 
 
 # --- apply -----------------------------------------------------------------------------
@@ -267,7 +180,7 @@ def _reject_reason(item: NewFact, threshold: float) -> tuple[str, str | None, fl
         return content, f"temporary item (durability={item.durability!r})", None
     if not content or not dedup_key(content):
         return content, "empty content", None
-    confidence = _normalise_confidence(item.confidence)
+    confidence = normalise_confidence(item.confidence)
     if confidence is None:
         return content, f"confidence {item.confidence!r} is not a finite number", None
     if confidence < threshold:
@@ -316,14 +229,14 @@ def _admit(
                     raised[target] = confidence
             skipped.append(Change("skipped", target, None, content, f"duplicate of {target}"))
             continue
-        fact_id = _unique_id(taken, context.new_id)
+        fact_id = unique_id(taken, context.new_id)
         source_error = item.source_error.strip() if isinstance(item.source_error, str) else None
         if context.scrub is not None and source_error:  # security: redact
             source_error = context.scrub(source_error)
         new_facts[fact_id] = Fact(
             id=fact_id,
             content=content,
-            category=_normalise_category(item.category),
+            category=normalise_category(item.category),
             confidence=confidence,
             created_at=now_iso,
             updated_at=now_iso,
@@ -343,7 +256,7 @@ def apply(document: MemoryDocument, change_set: ChangeSet, context: ApplyContext
     Raises:
         FactIdError: ``context.new_id`` keeps returning taken or invalid ids.
     """
-    now_iso = _iso(context.now)
+    now_iso = iso(context.now)
     summaries, summary_changes = _apply_summaries(
         document, change_set.summaries, now_iso, context.scrub
     )
@@ -483,7 +396,7 @@ def _resolve(
         excess = len(pool) - max_facts
         if excess <= 0:
             return removed, set(), cap_rejected
-        victims = _eviction_order(pool, live_ids)[:excess]
+        victims = eviction_order(pool, live_ids)[:excess]
         trimmed_new = [f.id for f in victims if f.id in live_ids]
         if not trimmed_new:
             return removed, {f.id for f in victims}, cap_rejected
@@ -512,150 +425,3 @@ def _replacement_landed(
     # The replacement duplicated an existing fact: fine, unless that fact is the one being
     # removed or is itself up for removal.
     return target != fact_id and target not in requests
-
-
-# --- manual edits ----------------------------------------------------------------------
-
-
-def _check_content(content: object) -> str:
-    text = content.strip() if isinstance(content, str) else ""
-    if not text or not dedup_key(text):
-        raise ValueError(f"content={content!r}: a fact needs non-empty text")
-    return text
-
-
-def _check_confidence(confidence: object) -> float:
-    number = _normalise_confidence(confidence)
-    if number is None or number != confidence:
-        raise ValueError(f"confidence={confidence!r}: must be a number between 0 and 1")
-    return number
-
-
-def _find_duplicate(document: MemoryDocument, content: str, *, ignore: str | None) -> Fact | None:
-    key = dedup_key(content)
-    for fact in document.facts:
-        if fact.id != ignore and dedup_key(fact.content) == key:
-            return fact
-    return None
-
-
-def add_fact(
-    document: MemoryDocument,
-    content: str,
-    *,
-    category: str = _DEFAULT_CATEGORY,
-    confidence: float = 0.9,
-    now: datetime,
-    new_id: Callable[[], str] | None = None,
-    max_facts: int = 100,
-) -> tuple[MemoryDocument, Fact]:
-    """Add a fact by hand (``source = MANUAL_SOURCE``, protected from automatic removal).
-
-    At the cap, the least trusted (then oldest) non-manual facts make room; manual facts
-    are never evicted to make room for another manual fact.
-
-    Raises:
-        ValueError: empty content, a confidence outside [0, 1], a naive ``now``, or the
-            cap is reached and every fact was added by hand.
-        DuplicateFactError: a fact with the same content (see ``dedup_key``) exists.
-        FactIdError: ``new_id`` keeps returning taken or invalid ids.
-    """
-    _check_aware(now)
-    _check_max_facts(max_facts)
-    text = _check_content(content)
-    number = _check_confidence(confidence)
-    duplicate = _find_duplicate(document, text, ignore=None)
-    if duplicate is not None:
-        raise DuplicateFactError(text, duplicate.id)
-    excess = len(document.facts) + 1 - max_facts
-    evicted: set[str] = set()
-    if excess > 0:
-        victims = [f for f in _eviction_order(document.facts, set()) if not f.is_manual]
-        if len(victims) < excess:
-            raise ValueError(
-                f"max_facts={max_facts} reached and the facts are all manual; "
-                "delete a fact or raise max_facts"
-            )
-        evicted = {f.id for f in victims[:excess]}
-    now_iso = _iso(now)
-    fact = Fact(
-        id=_unique_id({f.id for f in document.facts}, new_id),
-        content=text,
-        category=_normalise_category(category),
-        confidence=number,
-        created_at=now_iso,
-        updated_at=now_iso,
-        source=MANUAL_SOURCE,
-    )
-    facts = [f for f in document.facts if f.id not in evicted] + [fact]
-    return document.with_changes(facts=facts, last_updated=now_iso), fact
-
-
-def edit_fact(
-    document: MemoryDocument,
-    fact_id: str,
-    *,
-    content: str | None = None,
-    category: str | None = None,
-    confidence: float | None = None,
-    now: datetime,
-    scope: object = None,
-) -> tuple[MemoryDocument, Fact]:
-    """Change a fact's content, category or confidence (``None`` keeps the field).
-
-    The fact keeps its id, source and creation time; ``updatedAt`` becomes ``now``. When
-    nothing actually changes, the document is returned as it was.
-
-    Raises:
-        FactNotFoundError: no fact has this id.
-        DuplicateFactError: the new content duplicates another fact.
-        ValueError: empty content, a confidence outside [0, 1], or a naive ``now``.
-    """
-    _check_aware(now)
-    old = document.fact(fact_id)
-    if old is None:
-        raise FactNotFoundError(fact_id, scope)
-    new_content = old.content
-    if content is not None:
-        new_content = _check_content(content)
-        duplicate = _find_duplicate(document, new_content, ignore=fact_id)
-        if duplicate is not None:
-            raise DuplicateFactError(new_content, duplicate.id)
-    new_category = old.category if category is None else _normalise_category(category)
-    new_confidence = old.confidence if confidence is None else _check_confidence(confidence)
-    if (new_content, new_category, new_confidence) == (old.content, old.category, old.confidence):
-        return document, old
-    now_iso = _iso(now)
-    new = replace(
-        old,
-        content=new_content,
-        category=new_category,
-        confidence=new_confidence,
-        updated_at=now_iso,
-    )
-    facts = [new if f.id == fact_id else f for f in document.facts]
-    return document.with_changes(facts=facts, last_updated=now_iso), new
-
-
-def delete_fact(
-    document: MemoryDocument,
-    fact_id: str,
-    *,
-    scope: object = None,
-    now: datetime | None = None,
-) -> MemoryDocument:
-    """Remove a fact by id (manual or not: this is the user's explicit wish).
-
-    ``now``, when given, becomes the document's ``lastUpdated``.
-
-    Raises:
-        FactNotFoundError: no fact has this id.
-        ValueError: ``now`` is naive.
-    """
-    if document.fact(fact_id) is None:
-        raise FactNotFoundError(fact_id, scope)
-    facts = [f for f in document.facts if f.id != fact_id]
-    if now is None:
-        return document.with_changes(facts=facts)
-    _check_aware(now)
-    return document.with_changes(facts=facts, last_updated=_iso(now))

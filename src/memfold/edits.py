@@ -1,0 +1,197 @@
+"""A person's edits to a memory document: add, edit and delete facts by hand.
+
+Pure like ``apply``: no IO, no clock (``now`` is passed in). These are the rules behind
+``Memory.add_fact``/``edit_fact``/``delete_fact``. A fact a person adds or edits is manual
+(``source = MANUAL_SOURCE``): a person vouched for it, so ``apply`` removes it only on an
+explicit correction and the cap evicts it last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+from types import MappingProxyType
+
+from memfold._facts import (
+    DEFAULT_CATEGORY,
+    check_aware,
+    check_max_facts,
+    dedup_key,
+    eviction_order,
+    iso,
+    normalise_category,
+    normalise_confidence,
+    unique_id,
+)
+from memfold.errors import DuplicateFactError, FactNotFoundError
+from memfold.model import MANUAL_SOURCE, Fact, MemoryDocument
+
+__all__ = ["ORIGINAL_SOURCE_KEY", "add_fact", "delete_fact", "edit_fact"]
+
+#: Key in ``Fact.extra`` (and so in the stored fact) that keeps the source an automatic
+#: fact had before a person edited it and made it manual.
+ORIGINAL_SOURCE_KEY = "originalSource"
+
+
+class _DuplicateFactError(DuplicateFactError):
+    """``DuplicateFactError`` whose message also names the scope and the fix."""
+
+    def __init__(self, content: str, existing_id: str, scope: object) -> None:
+        super().__init__(content, existing_id)
+        self.scope = scope
+        where = "" if scope is None else f" in {scope}"
+        self.args = (
+            f"a fact with the same content already exists{where}: {existing_id} "
+            f"({content!r}); edit or delete {existing_id} instead, or word the fact differently",
+        )
+
+
+def _check_content(content: object) -> str:
+    text = content.strip() if isinstance(content, str) else ""
+    if not text or not dedup_key(text):
+        raise ValueError(f"content={content!r}: a fact needs non-empty text")
+    return text
+
+
+def _check_confidence(confidence: object) -> float:
+    number = normalise_confidence(confidence)
+    if number is None or number != confidence:
+        raise ValueError(f"confidence={confidence!r}: must be a number between 0 and 1")
+    return number
+
+
+def _check_unique(
+    document: MemoryDocument, content: str, *, ignore: str | None, scope: object
+) -> None:
+    key = dedup_key(content)
+    for fact in document.facts:
+        if fact.id != ignore and dedup_key(fact.content) == key:
+            raise _DuplicateFactError(content, fact.id, scope)
+
+
+def add_fact(
+    document: MemoryDocument,
+    content: str,
+    *,
+    category: str = DEFAULT_CATEGORY,
+    confidence: float = 0.9,
+    now: datetime,
+    new_id: Callable[[], str] | None = None,
+    max_facts: int = 100,
+    scope: object = None,
+) -> tuple[MemoryDocument, Fact]:
+    """Add a fact by hand (``source = MANUAL_SOURCE``, protected from automatic removal).
+
+    At the cap, the least trusted (then oldest) non-manual facts make room; manual facts
+    are never evicted to make room for another manual fact. ``scope`` only names the
+    memory in error messages.
+
+    Raises:
+        ValueError: empty content, a confidence outside [0, 1], a naive ``now``, or the
+            cap is reached and every fact was added by hand.
+        DuplicateFactError: a fact with the same content (see ``dedup_key``) exists.
+        FactIdError: ``new_id`` keeps returning taken or invalid ids.
+    """
+    check_aware(now)
+    check_max_facts(max_facts)
+    text = _check_content(content)
+    number = _check_confidence(confidence)
+    _check_unique(document, text, ignore=None, scope=scope)
+    excess = len(document.facts) + 1 - max_facts
+    evicted: set[str] = set()
+    if excess > 0:
+        victims = [f for f in eviction_order(document.facts, set()) if not f.is_manual]
+        if len(victims) < excess:
+            raise ValueError(
+                f"max_facts={max_facts} reached and the facts are all manual; "
+                "delete a fact or raise max_facts"
+            )
+        evicted = {f.id for f in victims[:excess]}
+    now_iso = iso(now)
+    fact = Fact(
+        id=unique_id({f.id for f in document.facts}, new_id),
+        content=text,
+        category=normalise_category(category),
+        confidence=number,
+        created_at=now_iso,
+        updated_at=now_iso,
+        source=MANUAL_SOURCE,
+    )
+    facts = [f for f in document.facts if f.id not in evicted] + [fact]
+    return document.with_changes(facts=facts, last_updated=now_iso), fact
+
+
+def edit_fact(
+    document: MemoryDocument,
+    fact_id: str,
+    *,
+    content: str | None = None,
+    category: str | None = None,
+    confidence: float | None = None,
+    now: datetime,
+    scope: object = None,
+) -> tuple[MemoryDocument, Fact]:
+    """Change a fact's content, category or confidence (``None`` keeps the field).
+
+    The fact keeps its id and creation time; ``updatedAt`` becomes ``now``. An edited
+    fact becomes manual, as a person vouched for it; an automatic fact's old source is
+    kept in ``extra[ORIGINAL_SOURCE_KEY]``. When nothing actually changes, the document
+    is returned as it was. ``scope`` only names the memory in error messages.
+
+    Raises:
+        FactNotFoundError: no fact has this id.
+        DuplicateFactError: the new content duplicates another fact.
+        ValueError: empty content, a confidence outside [0, 1], or a naive ``now``.
+    """
+    check_aware(now)
+    old = document.fact(fact_id)
+    if old is None:
+        raise FactNotFoundError(fact_id, scope)
+    new_content = old.content
+    if content is not None:
+        new_content = _check_content(content)
+        _check_unique(document, new_content, ignore=fact_id, scope=scope)
+    new_category = old.category if category is None else normalise_category(category)
+    new_confidence = old.confidence if confidence is None else _check_confidence(confidence)
+    if (new_content, new_category, new_confidence) == (old.content, old.category, old.confidence):
+        return document, old
+    now_iso = iso(now)
+    extra = old.extra
+    if not old.is_manual:
+        extra = MappingProxyType({**old.extra, ORIGINAL_SOURCE_KEY: old.source})
+    new = replace(
+        old,
+        content=new_content,
+        category=new_category,
+        confidence=new_confidence,
+        updated_at=now_iso,
+        source=MANUAL_SOURCE,
+        extra=extra,
+    )
+    facts = [new if f.id == fact_id else f for f in document.facts]
+    return document.with_changes(facts=facts, last_updated=now_iso), new
+
+
+def delete_fact(
+    document: MemoryDocument,
+    fact_id: str,
+    *,
+    scope: object = None,
+    now: datetime | None = None,
+) -> MemoryDocument:
+    """Remove a fact by id (manual or not: this is the user's explicit wish).
+
+    ``now``, when given, becomes the document's ``lastUpdated``.
+
+    Raises:
+        FactNotFoundError: no fact has this id.
+        ValueError: ``now`` is naive.
+    """
+    if document.fact(fact_id) is None:
+        raise FactNotFoundError(fact_id, scope)
+    facts = [f for f in document.facts if f.id != fact_id]
+    if now is None:
+        return document.with_changes(facts=facts)
+    check_aware(now)
+    return document.with_changes(facts=facts, last_updated=iso(now))
