@@ -17,41 +17,36 @@ slow job keeps its lease and a crashed process loses it within ``lease_seconds``
 
 Time is the injected clock's, wall-clock seconds by default, because replicas compare
 each other's due times and leases. Dialects supply connections, transactions, row locks
-and wake-ups; everything else is here.
+and wake-ups; the consumer half (claims, leases, outcomes) is in ``_sql_worker``, the
+producer side, lifecycle and introspection here.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from memfold.errors import StorageError
 from memfold.model import Message, Signals
+from memfold.queue._common import WARN_INTERVAL_SECONDS, RateLimitedWarning, warn_refused
 from memfold.queue._payload import Payload, decode_payload, encode_payload, key_hash, scope_hash
+from memfold.queue._sql_worker import Cursor, SqlWorker, Tx
 from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key
 from memfold.queue.clock import Clock
-from memfold.queue.memory import _RateLimitedWarning
 from memfold.watermark import merge_messages
 
-__all__ = ["SCHEMA_VERSION", "SqlQueue", "WallClock"]
+__all__ = ["SCHEMA_VERSION", "Cursor", "SqlQueue", "Tx", "WallClock", "install_schema"]
 
 logger = logging.getLogger("memfold.queue")
 
 #: Version of the ``memfold_jobs`` layout, recorded in ``memfold_queue_schema``.
 SCHEMA_VERSION = 1
-_WARN_INTERVAL_SECONDS = 60.0
-_MAX_ERROR_CHARS = 300
 _INSERT_RETRIES = 5
 _STOP_GRACE_SECONDS = 0.5
-
-_COLUMNS = "key_hash, thread_id, user_id, agent, payload, version, first_added_at, attempts"
 
 
 class WallClock:
@@ -61,46 +56,26 @@ class WallClock:
         return time.time()
 
 
-class Cursor(Protocol):
-    """The DB-API subset both drivers provide."""
-
-    @property
-    def rowcount(self) -> int: ...
-
-    def fetchone(self) -> Any: ...
-
-
-class Tx(Protocol):
-    """An open transaction; SQL uses ``?`` placeholders (dialects translate)."""
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> Cursor: ...
-
-
-@dataclass(frozen=True, slots=True)
-class _Claim:
-    job: Job
-    key_hash: str
-    version: int
-    owner: str
+def install_schema(tx: Tx, statements: Sequence[str]) -> object | None:
+    """Run the dialect's ``CREATE … IF NOT EXISTS`` statements and record
+    :data:`SCHEMA_VERSION` in a new database. Returns the recorded version when it is newer
+    than this memfold's (the caller raises its own error naming the database), else None."""
+    for statement in statements:
+        tx.execute(statement)
+    row = tx.execute("SELECT MAX(version) FROM memfold_queue_schema").fetchone()
+    found = None if row is None else row[0]
+    if found is None:
+        tx.execute("INSERT INTO memfold_queue_schema (version) VALUES (?)", (SCHEMA_VERSION,))
+        return None
+    newer: object = found if int(found) > SCHEMA_VERSION else None
+    return newer
 
 
-def _check(name: str, value: float, low: float) -> None:
-    if not value >= low:  # also rejects NaN
-        raise ValueError(f"{name}={value!r}: must be at least {low}")
-
-
-class SqlQueue:
+class SqlQueue(SqlWorker):
     """The durable debounced queue over a SQL table; subclasses supply the dialect.
 
     ``start=False`` starts no thread: tests drive it with a clock and :meth:`run_due`.
     """
-
-    #: Idle workers re-check the table at least this often.
-    poll_seconds = 0.2
-    #: Appended to a SELECT that the transaction will update (row lock where supported).
-    for_update = ""
-    #: Appended to the claim SELECT.
-    skip_locked = ""
 
     def __init__(
         self,
@@ -116,70 +91,22 @@ class SqlQueue:
         lease_seconds: float = 150.0,
         clock: Clock | None = None,
     ) -> None:
-        _check("debounce_seconds", debounce_seconds, 0)
-        _check("max_wait_seconds", max_wait_seconds, 0)
-        _check("workers", workers, 1)
-        _check("max_pending", max_pending, 1)
-        _check("retry_attempts", retry_attempts, 1)
-        _check("retry_backoff_seconds", retry_backoff_seconds, 0)
-        _check("shutdown_timeout_seconds", shutdown_timeout_seconds, 0)
-        _check("lease_seconds", lease_seconds, 0.1)
-        self._process = process
-        self._debounce = float(debounce_seconds)
-        self._max_wait = float(max_wait_seconds)
-        self._worker_count = workers
-        self._max_pending = max_pending
-        self._retry_attempts = retry_attempts
-        self._backoff = float(retry_backoff_seconds)
-        self._shutdown_timeout = float(shutdown_timeout_seconds)
-        self._lease = float(lease_seconds)
-        self._clock: Clock = clock if clock is not None else WallClock()
-        self._instance = uuid.uuid4().hex[:12]
-
-        self._cond = threading.Condition(threading.Lock())
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._running: dict[str, _Claim] = {}  # key hash → this process's running claim
-        self._flushing = 0
-        self._closed = False
-        self._close_result: bool | None = None
-        self._reject_warning = _RateLimitedWarning(_WARN_INTERVAL_SECONDS)
-        self._error_warning = _RateLimitedWarning(_WARN_INTERVAL_SECONDS)
-        self._processed = 0
-        self._failed = 0
-        self._dropped = 0
-        self._rejected = 0
-        self._retried = 0
-        self._last_error: str | None = None
-        self._prompt_tokens = 0
-        self._completion_tokens = 0
-
-    # --- dialect hooks ----------------------------------------------------------------
-
-    def _transaction(self) -> contextlib.AbstractContextManager[Tx]:
-        """A write transaction (committed on success, rolled back on error)."""
-        raise NotImplementedError
-
-    def _claim_lock(self, tx: Tx) -> None:
-        """Serialise claims when the dialect's transactions do not already do it."""
-
-    def _notify(self, tx: Tx) -> None:
-        """Wake other replicas' workers (on commit)."""
-
-    def _fast_commit(self, tx: Tx) -> None:
-        """Let this transaction commit without waiting for the disk where the dialect can.
-
-        Used for claims, completions and lease renewals only: losing one in a server crash
-        at worst runs a job again (the queue is at-least-once); records stay durable."""
-
-    def _start_listener(self) -> None:
-        """Start whatever wakes this replica's workers on other replicas' notifications."""
-
-    def _close_connections(self) -> None:
-        """Release every connection no running thread still uses."""
-
-    def _release_thread_connection(self) -> None:
-        """Release the calling worker thread's connection as it exits."""
+        """Raises:
+        ValueError: naming the first option out of range.
+        """
+        super().__init__(
+            process,
+            debounce_seconds=debounce_seconds,
+            max_wait_seconds=max_wait_seconds,
+            workers=workers,
+            max_pending=max_pending,
+            retry_attempts=retry_attempts,
+            retry_backoff_seconds=retry_backoff_seconds,
+            shutdown_timeout_seconds=shutdown_timeout_seconds,
+            lease_seconds=lease_seconds,
+            clock=clock if clock is not None else WallClock(),
+        )
+        self._reject_warning = RateLimitedWarning(WARN_INTERVAL_SECONDS)
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -233,12 +160,6 @@ class SqlQueue:
             )
         self._close_connections()
         return bool(self._close_result)
-
-    def __enter__(self) -> SqlQueue:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # --- producer side ----------------------------------------------------------------
 
@@ -355,291 +276,11 @@ class SqlQueue:
 
     def _refuse(self, key: JobKey, reason: str, error: Exception | None = None) -> None:
         with self._cond:
-            self._rejected += 1
+            self._counters.rejected += 1
             warner = self._error_warning if reason == "error" else self._reject_warning
             count = warner.should_log(time.monotonic())
-        if count is None:
-            return
-        where = describe_key(key)
-        if reason == "closed":
-            logger.warning(
-                "memfold queue is closed: update for %s not queued (%d refused since the "
-                "last warning); record before closing Memory",
-                where,
-                count,
-            )
-        elif reason == "full":
-            logger.warning(
-                "memfold queue is full (%d pending keys): update for %s not queued (%d "
-                "refused since the last warning); raise max_pending or add workers",
-                self._max_pending,
-                where,
-                count,
-            )
-        else:
-            logger.error(
-                "memfold queue database failed: update for %s not queued (%d refused since "
-                "the last error); check the database",
-                where,
-                count,
-                exc_info=error,
-            )
-
-    # --- consumer side ----------------------------------------------------------------
-
-    def _claim(self, now: float) -> tuple[_Claim | None, float | None]:
-        """Lease the earliest due row whose scope is free; else the next due time."""
-        owner = f"{self._instance}-{uuid.uuid4().hex[:12]}"
-        with self._transaction() as tx:
-            self._fast_commit(tx)
-            self._claim_lock(tx)
-            row = tx.execute(
-                f"SELECT {_COLUMNS} FROM memfold_jobs AS j WHERE j.due_at <= ? "  # noqa: S608 - only module constants are interpolated
-                "AND (j.lease_expires_at IS NULL OR j.lease_expires_at < ?) "
-                "AND NOT EXISTS (SELECT 1 FROM memfold_jobs AS o WHERE o.scope_hash = "
-                "j.scope_hash AND o.key_hash <> j.key_hash AND o.lease_expires_at >= ?) "
-                f"ORDER BY j.due_at LIMIT 1{self.skip_locked}",
-                (now, now, now),
-            ).fetchone()
-            if row is None:
-                nxt = tx.execute(
-                    "SELECT MIN(due_at) FROM memfold_jobs "
-                    "WHERE lease_expires_at IS NULL OR lease_expires_at < ?",
-                    (now,),
-                ).fetchone()[0]
-                return None, None if nxt is None else float(nxt)
-            khash, thread_id, user_id, agent, raw, version, first_added, attempts = row
-            tx.execute(
-                "UPDATE memfold_jobs SET lease_owner = ?, lease_expires_at = ? WHERE key_hash = ?",
-                (owner, now + self._lease, khash),
-            )
-        payload = decode_payload(raw)
-        job = Job(
-            (str(thread_id), user_id, agent),
-            payload.messages,
-            payload.signals,
-            attempt=int(attempts) + 1,
-            enqueued_at=float(first_added),
-            urgent=payload.urgent,
-        )
-        return _Claim(job, str(khash), int(version), owner), None
-
-    def _execute(self, claim: _Claim) -> None:
-        """Run one claimed job with no transaction open, then record its outcome."""
-        with self._cond:
-            self._running[claim.key_hash] = claim
-        error: Exception | None = None
-        result: object = None
-        try:
-            result = self._process(claim.job)
-        except Exception as exc:
-            error = exc
-        finally:
-            # BaseException (a crash, KeyboardInterrupt) leaves the lease to expire.
-            with self._cond:
-                self._running.pop(claim.key_hash, None)
-        try:
-            if error is None:
-                self._complete(claim, result)
-            else:
-                self._fail(claim, error)
-        except Exception:
-            logger.error(
-                "memfold queue could not record the outcome of %s; its lease expires and "
-                "the update runs again",
-                describe_key(claim.job.key),
-                exc_info=True,
-            )
-        with self._cond:
-            self._cond.notify_all()
-
-    def _complete(self, claim: _Claim, result: object) -> None:
-        with self._transaction() as tx:
-            self._fast_commit(tx)
-            deleted = tx.execute(
-                "DELETE FROM memfold_jobs WHERE key_hash = ? AND version = ? AND lease_owner = ?",
-                (claim.key_hash, claim.version, claim.owner),
-            ).rowcount
-            if deleted == 0:  # a newer record arrived meanwhile: it stays queued
-                tx.execute(
-                    "UPDATE memfold_jobs SET lease_owner = NULL, lease_expires_at = NULL "
-                    "WHERE key_hash = ? AND lease_owner = ?",
-                    (claim.key_hash, claim.owner),
-                )
-            self._notify(tx)
-        usage = getattr(result, "usage", None)
-        prompt = getattr(usage, "prompt_tokens", 0)
-        completion = getattr(usage, "completion_tokens", 0)
-        with self._cond:
-            self._processed += 1
-            self._prompt_tokens += prompt if isinstance(prompt, int) else 0
-            self._completion_tokens += completion if isinstance(completion, int) else 0
-
-    def _fail(self, claim: _Claim, error: Exception) -> None:
-        job = claim.job
-        message = f"{describe_key(job.key)}: {type(error).__name__}: {error}"[:_MAX_ERROR_CHARS]
-        with self._cond:
-            self._failed += 1
-            self._last_error = message
-            flushing = self._flushing > 0
-        delay = 0.0 if flushing else self._backoff * 2 ** (job.attempt - 1)
-        outcome = "lost"
-        with self._transaction() as tx:
-            now = self._clock.now()
-            row = tx.execute(
-                "SELECT payload, version, first_added_at, due_at FROM memfold_jobs "  # noqa: S608 - only module constants are interpolated
-                f"WHERE key_hash = ? AND lease_owner = ?{self.for_update}",
-                (claim.key_hash, claim.owner),
-            ).fetchone()
-            if row is not None and int(row[1]) != claim.version:
-                outcome = "superseded"
-                newer = decode_payload(row[0])
-                messages = newer.messages
-                if job.urgent:
-                    messages = merge_messages(job.messages, newer.messages)
-                merged = Payload(
-                    messages, newer.signals.merge(job.signals), newer.urgent or job.urgent
-                )
-                first_added = min(float(row[2]), job.enqueued_at)
-                target = now if merged.urgent else min(float(row[3]), first_added + self._max_wait)
-                tx.execute(
-                    "UPDATE memfold_jobs SET payload = ?, first_added_at = ?, due_at = ?, "
-                    "lease_owner = NULL, lease_expires_at = NULL, last_error = ? "
-                    "WHERE key_hash = ?",
-                    (
-                        encode_payload(merged),
-                        first_added,
-                        max(target, now + delay),
-                        message,
-                        claim.key_hash,
-                    ),
-                )
-            elif row is not None and job.attempt >= self._retry_attempts:
-                outcome = "dropped"
-                tx.execute("DELETE FROM memfold_jobs WHERE key_hash = ?", (claim.key_hash,))
-            elif row is not None:
-                outcome = "retry"
-                tx.execute(
-                    "UPDATE memfold_jobs SET attempts = ?, due_at = ?, lease_owner = NULL, "
-                    "lease_expires_at = NULL, last_error = ? WHERE key_hash = ?",
-                    (job.attempt, now + delay, message, claim.key_hash),
-                )
-            self._notify(tx)
-        with self._cond:
-            self._dropped += outcome == "dropped"
-            self._retried += outcome == "retry"
-        self._log_failure(job, error, outcome, delay)
-
-    def _log_failure(self, job: Job, error: Exception, outcome: str, delay: float) -> None:
-        where = describe_key(job.key)
-        attempts = f"attempt {job.attempt}/{self._retry_attempts}"
-        if outcome == "dropped":
-            logger.error(
-                "memfold update for %s failed (%s); dropped. The watermark did not move, so "
-                "the thread's next record sends these messages again",
-                where,
-                attempts,
-                exc_info=error,
-            )
-        elif outcome == "retry":
-            logger.warning(
-                "memfold update for %s failed (%s): %s: %s; retrying in %.1fs",
-                where,
-                attempts,
-                type(error).__name__,
-                error,
-                delay,
-            )
-        else:
-            reason = (
-                "a newer record for the thread replaces the retry"
-                if outcome == "superseded"
-                else "its lease had expired, so another worker owns the job now"
-            )
-            logger.warning(
-                "memfold update for %s failed (%s): %s: %s; %s",
-                where,
-                attempts,
-                type(error).__name__,
-                error,
-                reason,
-            )
-
-    def _work(self) -> None:
-        try:
-            self._work_loop()
-        finally:
-            self._release_thread_connection()
-
-    def _work_loop(self) -> None:
-        while not self._stop.is_set():
-            wait = self.poll_seconds
-            try:
-                now = self._clock.now()
-                claim, next_due = self._claim(now)
-            except Exception:
-                self._log_worker_error()
-                claim, next_due = None, None
-            if claim is not None:
-                self._execute(claim)
-                continue
-            if next_due is not None and next_due > now:
-                wait = min(wait, next_due - now)
-            with self._cond:
-                if not self._stop.is_set():
-                    self._cond.wait(wait)
-
-    def _log_worker_error(self) -> None:
-        with self._cond:
-            count = self._error_warning.should_log(time.monotonic())
         if count is not None:
-            logger.error(
-                "memfold queue worker could not claim a job (%d errors since the last "
-                "report); retrying; check the database",
-                count,
-                exc_info=True,
-            )
-
-    def _keep_leases(self) -> None:
-        """Renew the leases of this process's running jobs, so slow jobs keep them."""
-        try:
-            self._renew_loop()
-        finally:
-            self._release_thread_connection()
-
-    def _renew_loop(self) -> None:
-        while not self._stop.wait(self._lease / 3):
-            with self._cond:
-                claims = list(self._running.values())
-            for claim in claims:
-                try:
-                    with self._transaction() as tx:
-                        self._fast_commit(tx)
-                        renewed = tx.execute(
-                            "UPDATE memfold_jobs SET lease_expires_at = ? "
-                            "WHERE key_hash = ? AND lease_owner = ?",
-                            (self._clock.now() + self._lease, claim.key_hash, claim.owner),
-                        ).rowcount
-                except Exception:
-                    self._log_worker_error()
-                    continue
-                if renewed == 0 and claim.key_hash in self._running:
-                    logger.warning(
-                        "memfold queue: the lease on %s expired before renewal; another "
-                        "replica may run it again",
-                        describe_key(claim.job.key),
-                    )
-
-    def run_due(self, now: float | None = None) -> int:
-        """Run, in the calling thread, every job due at ``now`` (default: the clock's
-        time); return how many ran. The deterministic step for tests."""
-        ran = 0
-        while True:
-            claim, _ = self._claim(self._clock.now() if now is None else now)
-            if claim is None:
-                return ran
-            self._execute(claim)
-            ran += 1
+            warn_refused(logger, key, reason, count, max_pending=self._max_pending, error=error)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Make every queued row due now and wait until the table is empty, or ``timeout``
@@ -674,9 +315,6 @@ class SqlQueue:
         finally:
             with self._cond:
                 self._flushing -= 1
-
-    def _workers_running(self) -> bool:
-        return not self._stop.is_set() and any(t.is_alive() for t in self._threads)
 
     # --- introspection ----------------------------------------------------------------
 
@@ -717,16 +355,8 @@ class SqlQueue:
         except Exception as exc:
             raise StorageError(f"memfold queue status failed: {exc}; check the database") from exc
         with self._cond:
-            return QueueStatus(
+            return self._counters.status(
                 pending=int(pending or 0),
                 in_flight=int(in_flight or 0),
-                oldest_pending_age_seconds=0.0 if oldest is None else max(0.0, now - oldest),
-                processed=self._processed,
-                failed=self._failed,
-                dropped=self._dropped,
-                rejected=self._rejected,
-                retried=self._retried,
-                last_error=self._last_error,
-                prompt_tokens=self._prompt_tokens,
-                completion_tokens=self._completion_tokens,
+                oldest_age=0.0 if oldest is None else max(0.0, now - oldest),
             )

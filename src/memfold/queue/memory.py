@@ -22,6 +22,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from memfold.model import Message, Scope, Signals
+from memfold.queue._common import (
+    WARN_INTERVAL_SECONDS,
+    QueueCore,
+    RateLimitedWarning,
+    log_failure,
+    warn_refused,
+)
 from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key
 from memfold.queue.clock import Clock, SystemClock
 from memfold.watermark import merge_messages
@@ -30,12 +37,9 @@ __all__ = ["InProcessQueue"]
 
 logger = logging.getLogger(__name__)
 
-#: Seconds between two warnings about refused adds (the count in between is reported).
-_WARN_INTERVAL_SECONDS = 60.0
 #: Idle workers re-check the schedule at least this often (guards against a clock that is
 #: not the wall clock, e.g. a FakeClock moved without an add to wake anyone).
 _MAX_IDLE_WAIT_SECONDS = 1.0
-_MAX_ERROR_CHARS = 300
 
 
 @dataclass(order=True, slots=True)
@@ -61,30 +65,7 @@ class _Pending:
     not_before: float = -math.inf  # a retry's backoff; a later record does not cut it short
 
 
-class _RateLimitedWarning:
-    """Log a recurring warning at most once per interval, with the count suppressed since."""
-
-    def __init__(self, interval: float) -> None:
-        self._interval = interval
-        self._last: float | None = None
-        self._suppressed = 0
-
-    def should_log(self, now: float) -> int | None:
-        """The number of events to report now, or None to stay quiet."""
-        if self._last is not None and now - self._last < self._interval:
-            self._suppressed += 1
-            return None
-        count = self._suppressed + 1
-        self._last, self._suppressed = now, 0
-        return count
-
-
-def _check(name: str, value: float, low: float) -> None:
-    if not value >= low:  # also rejects NaN
-        raise ValueError(f"{name}={value!r}: must be at least {low}")
-
-
-class InProcessQueue:
+class InProcessQueue(QueueCore):
     """A debounced, keyed queue running ``process(job)`` on a pool of worker threads.
 
     With ``start=False`` no thread is started: tests drive it with a ``FakeClock`` and
@@ -111,45 +92,25 @@ class InProcessQueue:
         """Raises:
         ValueError: naming the first option out of range.
         """
-        _check("debounce_seconds", debounce_seconds, 0)
-        _check("max_wait_seconds", max_wait_seconds, 0)
-        _check("workers", workers, 1)
-        _check("max_pending", max_pending, 1)
-        _check("retry_attempts", retry_attempts, 1)
-        _check("retry_backoff_seconds", retry_backoff_seconds, 0)
-        _check("shutdown_timeout_seconds", shutdown_timeout_seconds, 0)
-        self._process = process
-        self._debounce = float(debounce_seconds)
-        self._max_wait = float(max_wait_seconds)
-        self._worker_count = workers
-        self._max_pending = max_pending
-        self._retry_attempts = retry_attempts
-        self._backoff = float(retry_backoff_seconds)
-        self._shutdown_timeout = float(shutdown_timeout_seconds)
-        self._clock: Clock = clock if clock is not None else SystemClock()
-
-        self._cond = threading.Condition(threading.Lock())
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        super().__init__(
+            process,
+            debounce_seconds=debounce_seconds,
+            max_wait_seconds=max_wait_seconds,
+            workers=workers,
+            max_pending=max_pending,
+            retry_attempts=retry_attempts,
+            retry_backoff_seconds=retry_backoff_seconds,
+            shutdown_timeout_seconds=shutdown_timeout_seconds,
+            clock=clock if clock is not None else SystemClock(),
+        )
         self._pending: dict[JobKey, _Pending] = {}
         self._heap: list[_Entry] = []
         self._blocked: dict[Scope, list[_Entry]] = {}  # due, but their scope was busy
         self._in_flight: dict[JobKey, Job] = {}
         self._busy_scopes: set[Scope] = set()
         self._sequence = itertools.count(1)
-        self._flushing = 0
-        self._closed = False
-        self._close_result: bool | None = None
-        self._reject_warning = _RateLimitedWarning(_WARN_INTERVAL_SECONDS)
-        self._closed_warning = _RateLimitedWarning(_WARN_INTERVAL_SECONDS)
-        self._processed = 0
-        self._failed = 0
-        self._dropped = 0
-        self._rejected = 0
-        self._retried = 0
-        self._last_error: str | None = None
-        self._prompt_tokens = 0
-        self._completion_tokens = 0
+        self._reject_warning = RateLimitedWarning(WARN_INTERVAL_SECONDS)
+        self._closed_warning = RateLimitedWarning(WARN_INTERVAL_SECONDS)
         if start:
             self.start()
 
@@ -199,12 +160,6 @@ class InProcessQueue:
             )
         return self._close_result
 
-    def __enter__(self) -> InProcessQueue:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # --- producer side ---------------------------------------------------------------
 
     def add(
@@ -227,14 +182,14 @@ class InProcessQueue:
         with self._cond:
             now = self._clock.now()
             if self._closed:
-                self._rejected += 1
+                self._counters.rejected += 1
                 count = self._closed_warning.should_log(now)
                 warn = None if count is None else ("closed", count)
                 admitted = False
             else:
                 item = self._pending.get(key)
                 if item is None and len(self._pending) >= self._max_pending:
-                    self._rejected += 1
+                    self._counters.rejected += 1
                     count = self._reject_warning.should_log(now)
                     warn = None if count is None else ("full", count)
                     admitted = False
@@ -260,21 +215,7 @@ class InProcessQueue:
         return admitted
 
     def _warn_refused(self, key: JobKey, reason: str, count: int) -> None:
-        if reason == "closed":
-            logger.warning(
-                "memfold queue is closed: update for %s not queued (%d refused since the "
-                "last warning); record before closing Memory",
-                describe_key(key),
-                count,
-            )
-        else:
-            logger.warning(
-                "memfold queue is full (%d pending keys): update for %s not queued (%d "
-                "refused since the last warning); raise max_pending or add workers",
-                self._max_pending,
-                describe_key(key),
-                count,
-            )
+        warn_refused(logger, key, reason, count, max_pending=self._max_pending)
 
     def _schedule_locked(self, key: JobKey, item: _Pending, due: float) -> None:
         item.due = due
@@ -340,17 +281,9 @@ class InProcessQueue:
         for entry in self._blocked.pop(job.scope, ()):
             heapq.heappush(self._heap, entry)
         if error is None:
-            self._processed += 1
-            usage = getattr(result, "usage", None)
-            prompt = getattr(usage, "prompt_tokens", 0)
-            completion = getattr(usage, "completion_tokens", 0)
-            self._prompt_tokens += prompt if isinstance(prompt, int) else 0
-            self._completion_tokens += completion if isinstance(completion, int) else 0
+            self._counters.count_success(result)
             return "done", 0.0
-        self._failed += 1
-        self._last_error = f"{describe_key(job.key)}: {type(error).__name__}: {error}"[
-            :_MAX_ERROR_CHARS
-        ]
+        self._counters.count_failure(job, error)
         now = self._clock.now()
         delay = 0.0 if self._flushing else self._backoff * 2 ** (job.attempt - 1)
         newer = self._pending.get(job.key)
@@ -369,7 +302,7 @@ class InProcessQueue:
         # An error that says retrying cannot help (a rejected API key, an unknown model)
         # drops the job at once instead of burning the remaining attempts.
         if job.attempt >= self._retry_attempts or getattr(error, "retryable", True) is False:
-            self._dropped += 1
+            self._counters.dropped += 1
             return "dropped", 0.0
         retry = _Pending(
             job.messages,
@@ -381,39 +314,14 @@ class InProcessQueue:
         )
         self._pending[job.key] = retry
         self._schedule_locked(job.key, retry, retry.not_before)
-        self._retried += 1
+        self._counters.retried += 1
         return "retry", delay
 
     def _log_failure(self, job: Job, error: Exception, outcome: str, delay: float) -> None:
-        where = describe_key(job.key)
-        attempts = f"attempt {job.attempt}/{self._retry_attempts}"
-        if outcome == "dropped":
-            logger.error(
-                "memfold update for %s failed (%s%s); dropped. The watermark did not move, "
-                "so the thread's next record sends these messages again",
-                where,
-                attempts,
-                "" if getattr(error, "retryable", True) else ", not retryable",
-                exc_info=error,
-            )
-        elif outcome == "retry":
-            logger.warning(
-                "memfold update for %s failed (%s): %s: %s; retrying in %.1fs",
-                where,
-                attempts,
-                type(error).__name__,
-                error,
-                delay,
-            )
-        else:
-            logger.warning(
-                "memfold update for %s failed (%s): %s: %s; a newer record for the thread "
-                "replaces the retry",
-                where,
-                attempts,
-                type(error).__name__,
-                error,
-            )
+        note = "" if getattr(error, "retryable", True) else ", not retryable"
+        log_failure(
+            logger, job, error, outcome, delay, retry_attempts=self._retry_attempts, drop_note=note
+        )
 
     def _work(self) -> None:
         while True:
@@ -479,9 +387,6 @@ class InProcessQueue:
             with self._cond:
                 self._flushing -= 1
 
-    def _workers_running(self) -> bool:
-        return not self._stop.is_set() and any(t.is_alive() for t in self._threads)
-
     # --- introspection ---------------------------------------------------------------
 
     def status(self) -> QueueStatus:
@@ -489,18 +394,10 @@ class InProcessQueue:
         with self._cond:
             now = self._clock.now()
             oldest = min((i.first_added for i in self._pending.values()), default=now)
-            return QueueStatus(
+            return self._counters.status(
                 pending=len(self._pending),
                 in_flight=len(self._in_flight),
-                oldest_pending_age_seconds=max(0.0, now - oldest),
-                processed=self._processed,
-                failed=self._failed,
-                dropped=self._dropped,
-                rejected=self._rejected,
-                retried=self._retried,
-                last_error=self._last_error,
-                prompt_tokens=self._prompt_tokens,
-                completion_tokens=self._completion_tokens,
+                oldest_age=max(0.0, now - oldest),
             )
 
     def pending_keys(self) -> tuple[JobKey, ...]:

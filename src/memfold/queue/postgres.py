@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from memfold.errors import ConfigError, StorageError
-from memfold.queue._sql import SCHEMA_VERSION, Cursor, SqlQueue, Tx
+from memfold.queue._sql import SCHEMA_VERSION, SqlQueue, install_schema
+from memfold.queue._sql_worker import Cursor, Tx
 from memfold.queue.base import Job
 
 __all__ = ["PostgresQueue"]
@@ -136,14 +137,8 @@ class PostgresQueue(SqlQueue):
     def _create_schema(self) -> None:
         with self._transaction() as tx:
             tx.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
-            for statement in _SCHEMA:
-                tx.execute(statement)
-            found = tx.execute("SELECT MAX(version) FROM memfold_queue_schema").fetchone()[0]
-            if found is None:
-                tx.execute(
-                    "INSERT INTO memfold_queue_schema (version) VALUES (?)", (SCHEMA_VERSION,)
-                )
-            elif int(found) > SCHEMA_VERSION:
+            found = install_schema(tx, _SCHEMA)
+            if found is not None:
                 raise StorageError(
                     f"the PostgreSQL queue has schema version {found}, newer than this "
                     f"memfold's {SCHEMA_VERSION}; upgrade memfold"

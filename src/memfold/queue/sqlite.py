@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from memfold.errors import StorageError
-from memfold.queue._sql import SCHEMA_VERSION, SqlQueue, Tx
+from memfold.queue._sql import SCHEMA_VERSION, SqlQueue, install_schema
+from memfold.queue._sql_worker import Tx
 from memfold.queue.base import Job
 
 __all__ = ["QUEUE_FILE", "SqliteQueue"]
@@ -113,15 +114,8 @@ class SqliteQueue(SqlQueue):
 
     def _create_schema(self) -> None:
         with self._transaction() as tx:
-            for statement in _SCHEMA:
-                tx.execute(statement)
-            row = tx.execute("SELECT MAX(version) FROM memfold_queue_schema").fetchone()
-            found = None if row is None else row[0]
-            if found is None:
-                tx.execute(
-                    "INSERT INTO memfold_queue_schema (version) VALUES (?)", (SCHEMA_VERSION,)
-                )
-            elif int(found) > SCHEMA_VERSION:
+            found = install_schema(tx, _SCHEMA)
+            if found is not None:
                 raise StorageError(
                     f"the queue database {self.path} has schema version {found}, newer than "
                     f"this memfold's {SCHEMA_VERSION}; upgrade memfold"
