@@ -56,19 +56,31 @@ class WallClock:
         return time.time()
 
 
-def install_schema(tx: Tx, statements: Sequence[str]) -> object | None:
-    """Run the dialect's ``CREATE … IF NOT EXISTS`` statements and record
-    :data:`SCHEMA_VERSION` in a new database. Returns the recorded version when it is newer
-    than this memfold's (the caller raises its own error naming the database), else None."""
-    for statement in statements:
+def install_schema(tx: Tx, create_jobs: str, *, database: str) -> None:
+    """Create the tables and indexes that do not exist (``create_jobs``: the dialect's
+    ``CREATE TABLE IF NOT EXISTS memfold_jobs``, whose column types differ) and record
+    :data:`SCHEMA_VERSION` in a new database; ``database`` names it in the error.
+
+    Raises:
+        StorageError: the database records a newer schema version than this memfold's.
+    """
+    for statement in (
+        "CREATE TABLE IF NOT EXISTS memfold_queue_schema (version INTEGER NOT NULL)",
+        create_jobs,
+        "CREATE INDEX IF NOT EXISTS memfold_jobs_due ON memfold_jobs (due_at)",
+        "CREATE INDEX IF NOT EXISTS memfold_jobs_scope "
+        "ON memfold_jobs (scope_hash, lease_expires_at)",
+    ):
         tx.execute(statement)
     row = tx.execute("SELECT MAX(version) FROM memfold_queue_schema").fetchone()
     found = None if row is None else row[0]
     if found is None:
         tx.execute("INSERT INTO memfold_queue_schema (version) VALUES (?)", (SCHEMA_VERSION,))
-        return None
-    newer: object = found if int(found) > SCHEMA_VERSION else None
-    return newer
+    elif int(found) > SCHEMA_VERSION:
+        raise StorageError(
+            f"{database} has schema version {found}, newer than this memfold's "
+            f"{SCHEMA_VERSION}; upgrade memfold"
+        )
 
 
 class SqlQueue(SqlWorker):

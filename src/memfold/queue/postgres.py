@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from memfold.errors import ConfigError, StorageError
-from memfold.queue._sql import SCHEMA_VERSION, SqlQueue, install_schema
+from memfold.queue._sql import SqlQueue, install_schema
 from memfold.queue._sql_worker import Cursor, Tx
 from memfold.queue.base import Job
 
@@ -31,9 +31,9 @@ _CHANNEL = "memfold_jobs"
 _SCHEMA_LOCK = 0x6D66_0001
 _CLAIM_LOCK = 0x6D66_0002
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS memfold_queue_schema (version INTEGER NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS memfold_jobs (
+#: memfold_jobs in this dialect's types (indented as the stored DDL always was);
+#: install_schema adds the schema table and the indexes.
+_CREATE_JOBS = """CREATE TABLE IF NOT EXISTS memfold_jobs (
         key_hash TEXT PRIMARY KEY,
         scope_hash TEXT NOT NULL,
         thread_id TEXT NOT NULL,
@@ -47,10 +47,7 @@ _SCHEMA = (
         lease_owner TEXT,
         lease_expires_at DOUBLE PRECISION,
         last_error TEXT
-    )""",
-    "CREATE INDEX IF NOT EXISTS memfold_jobs_due ON memfold_jobs (due_at)",
-    "CREATE INDEX IF NOT EXISTS memfold_jobs_scope ON memfold_jobs (scope_hash, lease_expires_at)",
-)
+    )"""
 
 
 class _PgTx:
@@ -137,12 +134,7 @@ class PostgresQueue(SqlQueue):
     def _create_schema(self) -> None:
         with self._transaction() as tx:
             tx.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
-            found = install_schema(tx, _SCHEMA)
-            if found is not None:
-                raise StorageError(
-                    f"the PostgreSQL queue has schema version {found}, newer than this "
-                    f"memfold's {SCHEMA_VERSION}; upgrade memfold"
-                )
+            install_schema(tx, _CREATE_JOBS, database="the PostgreSQL queue")
 
     def _start_listener(self) -> None:
         if self._listener is None:

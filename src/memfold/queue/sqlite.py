@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memfold.errors import StorageError
-from memfold.queue._sql import SCHEMA_VERSION, SqlQueue, install_schema
+from memfold.queue._sql import SqlQueue, install_schema
 from memfold.queue._sql_worker import Tx
 from memfold.queue.base import Job
 
@@ -25,9 +25,9 @@ __all__ = ["QUEUE_FILE", "SqliteQueue"]
 
 QUEUE_FILE = "memfold-queue.sqlite3"
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS memfold_queue_schema (version INTEGER NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS memfold_jobs (
+#: memfold_jobs in this dialect's types (indented as the stored DDL always was);
+#: install_schema adds the schema table and the indexes.
+_CREATE_JOBS = """CREATE TABLE IF NOT EXISTS memfold_jobs (
         key_hash TEXT PRIMARY KEY,
         scope_hash TEXT NOT NULL,
         thread_id TEXT NOT NULL,
@@ -41,10 +41,7 @@ _SCHEMA = (
         lease_owner TEXT,
         lease_expires_at REAL,
         last_error TEXT
-    )""",
-    "CREATE INDEX IF NOT EXISTS memfold_jobs_due ON memfold_jobs (due_at)",
-    "CREATE INDEX IF NOT EXISTS memfold_jobs_scope ON memfold_jobs (scope_hash, lease_expires_at)",
-)
+    )"""
 
 
 class SqliteQueue(SqlQueue):
@@ -114,12 +111,7 @@ class SqliteQueue(SqlQueue):
 
     def _create_schema(self) -> None:
         with self._transaction() as tx:
-            found = install_schema(tx, _SCHEMA)
-            if found is not None:
-                raise StorageError(
-                    f"the queue database {self.path} has schema version {found}, newer than "
-                    f"this memfold's {SCHEMA_VERSION}; upgrade memfold"
-                )
+            install_schema(tx, _CREATE_JOBS, database=f"the queue database {self.path}")
 
     def _release_thread_connection(self) -> None:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
