@@ -7,8 +7,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memfold import apply as apply_module
-from memfold import edits
 from memfold.apply import ApplyContext, apply
 from memfold.edits import ORIGINAL_SOURCE_KEY, add_fact, delete_fact, edit_fact
 from memfold.errors import DuplicateFactError, FactNotFoundError
@@ -228,9 +226,3 @@ def test_duplicate_errors_name_the_scope_the_existing_fact_and_the_fix() -> None
 def test_duplicate_error_without_a_scope_still_names_the_fix() -> None:
     with pytest.raises(DuplicateFactError, match=r"exists: fact_00000001 .*edit or delete"):
         add_fact(doc(fact("fact_00000001", "Likes tea")), "Likes tea", now=NOW)
-
-
-def test_apply_module_still_exports_the_manual_edits() -> None:
-    assert apply_module.add_fact is edits.add_fact
-    assert apply_module.edit_fact is edits.edit_fact
-    assert apply_module.delete_fact is edits.delete_fact

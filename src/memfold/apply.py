@@ -5,8 +5,7 @@ the business rules of DESIGN.md rules 6-7: one bad item never sinks the others, 
 are guarded (clean parse, manual facts only on a correction, never losing a fact whose
 replacement failed), new facts are thresholded, scrubbed and de-duplicated, and the fact
 cap never trims a fact added in the same update in favour of an equally trusted old one.
-A person's edits live in ``memfold.edits``; ``add_fact``/``edit_fact``/``delete_fact`` are
-re-exported here for callers that imported them from ``apply``.
+A person's edits (``add_fact``, ``edit_fact``, ``delete_fact``) live in ``memfold.edits``.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from memfold._facts import (
     normalise_confidence,
     unique_id,
 )
-from memfold.edits import add_fact, delete_fact, edit_fact
 from memfold.extract.base import ChangeSet, FactRemoval, NewFact, SummaryUpdate
 from memfold.model import SUMMARY_SECTIONS, Fact, MemoryDocument, Signals, Summary
 
@@ -38,11 +36,8 @@ __all__ = [
     "Change",
     "ChangeKind",
     "FactIdError",
-    "add_fact",
     "apply",
     "dedup_key",
-    "delete_fact",
-    "edit_fact",
 ]
 
 ChangeKind = Literal["added", "removed", "updated", "evicted", "summary_changed", "skipped"]

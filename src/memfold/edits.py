@@ -34,19 +34,6 @@ __all__ = ["ORIGINAL_SOURCE_KEY", "add_fact", "delete_fact", "edit_fact"]
 ORIGINAL_SOURCE_KEY = "originalSource"
 
 
-class _DuplicateFactError(DuplicateFactError):
-    """``DuplicateFactError`` whose message also names the scope and the fix."""
-
-    def __init__(self, content: str, existing_id: str, scope: object) -> None:
-        super().__init__(content, existing_id)
-        self.scope = scope
-        where = "" if scope is None else f" in {scope}"
-        self.args = (
-            f"a fact with the same content already exists{where}: {existing_id} "
-            f"({content!r}); edit or delete {existing_id} instead, or word the fact differently",
-        )
-
-
 def _check_content(content: object) -> str:
     text = content.strip() if isinstance(content, str) else ""
     if not text or not dedup_key(text):
@@ -67,7 +54,7 @@ def _check_unique(
     key = dedup_key(content)
     for fact in document.facts:
         if fact.id != ignore and dedup_key(fact.content) == key:
-            raise _DuplicateFactError(content, fact.id, scope)
+            raise DuplicateFactError(content, fact.id, scope)
 
 
 def add_fact(

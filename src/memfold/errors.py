@@ -89,9 +89,12 @@ class FactNotFoundError(MemfoldError, KeyError):
 class DuplicateFactError(MemfoldError, ValueError):
     """A fact with the same content already exists in the scope."""
 
-    def __init__(self, content: str, existing_id: str) -> None:
+    def __init__(self, content: str, existing_id: str, scope: object = None) -> None:
+        where = "" if scope is None else f" in {scope}"
         super().__init__(
-            f"a fact with the same content already exists: {existing_id} ({content!r})"
+            f"a fact with the same content already exists{where}: {existing_id} "
+            f"({content!r}); edit or delete {existing_id} instead, or word the fact differently"
         )
         self.content = content
         self.existing_id = existing_id
+        self.scope = scope

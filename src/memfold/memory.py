@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from memfold import apply as _apply
+from memfold import edits
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
 from memfold.errors import MemfoldError
@@ -296,17 +296,17 @@ class Memory:
             DuplicateFactError: the same content is already stored.
             ValueError: empty content or a confidence outside [0, 1].
         """
-
+        scope = Scope(user_id, agent)
         if self._redactor is not None and isinstance(content, str):  # security: redact
             content = self._redactor(content)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
-            return _apply.add_fact(
+            return edits.add_fact(
                 doc, content, category=category, confidence=confidence, now=self._now(),
-                max_facts=self.config.max_facts,
+                max_facts=self.config.max_facts, scope=scope,
             )  # fmt: skip
 
-        return self._edit(Scope(user_id, agent), change)
+        return self._edit(scope, change)
 
     def edit_fact(
         self,
@@ -330,7 +330,7 @@ class Memory:
             content = self._redactor(content)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
-            return _apply.edit_fact(
+            return edits.edit_fact(
                 doc, fact_id, content=content, category=category, confidence=confidence,
                 now=self._now(), scope=scope,
             )  # fmt: skip
@@ -342,7 +342,7 @@ class Memory:
     ) -> None:
         """Delete a fact. Raises ``FactNotFoundError`` when it does not exist."""
         scope = Scope(user_id, agent)
-        self._edit(scope, lambda doc: (_apply.delete_fact(doc, fact_id, scope=scope), None))
+        self._edit(scope, lambda doc: (edits.delete_fact(doc, fact_id, scope=scope), None))
 
     def clear(self, *, user_id: str | None = None, agent: str | None = None) -> None:
         """Forget everything in one scope; updates already in flight are discarded."""

@@ -8,10 +8,11 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TypeVar
 
 from memfold import watermark
+from memfold._facts import iso
 from memfold.apply import ApplyContext, Change, apply
 from memfold.errors import ConflictError
 from memfold.extract.base import ExtractionRequest, Extractor, Usage
@@ -19,7 +20,7 @@ from memfold.model import MemoryDocument, Message, Scope, Signals
 from memfold.redact import Redactor, redact_messages
 from memfold.store.base import MemoryStore
 
-__all__ = ["MAX_COMMIT_ATTEMPTS", "UpdateResult", "Updater", "iso", "retry_on_conflict"]
+__all__ = ["MAX_COMMIT_ATTEMPTS", "UpdateResult", "Updater", "retry_on_conflict"]
 
 logger = logging.getLogger("memfold.update")
 
@@ -28,11 +29,6 @@ MAX_COMMIT_ATTEMPTS = 10
 _CONFLICT_BACKOFF_SECONDS = 0.001
 
 _T = TypeVar("_T")
-
-
-def iso(moment: datetime) -> str:
-    """ISO-8601 in UTC with a ``Z``, seconds precision (the document's timestamp format)."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memfold import apply as _apply
+from memfold import edits
 from memfold.model import Scope
 from memfold.store.jsonfile import JsonFileStore
 
@@ -32,8 +32,8 @@ def _write_forever(home: Path) -> None:
         number += 1
         trimmed = doc
         if len(doc.facts) >= 20:
-            trimmed = _apply.delete_fact(doc, doc.facts[0].id)
-        new_doc, _ = _apply.add_fact(trimmed, f"fact number {number} {os.getpid()}", now=now)
+            trimmed = edits.delete_fact(doc, doc.facts[0].id)
+        new_doc, _ = edits.add_fact(trimmed, f"fact number {number} {os.getpid()}", now=now)
         store.commit(SCOPE, new_doc, expected_revision=doc.revision)
 
 

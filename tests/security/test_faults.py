@@ -12,8 +12,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from memfold import Memory, MemoryConfig
-from memfold import apply as _apply
+from memfold import Memory, MemoryConfig, edits
 from memfold.errors import StorageError
 from memfold.model import MemoryDocument, Scope
 from memfold.store import jsonfile
@@ -30,7 +29,7 @@ CHAT = [
 
 def _seeded(tmp_path: Path) -> tuple[JsonFileStore, Path, bytes]:
     store = JsonFileStore(tmp_path)
-    doc, _ = _apply.add_fact(MemoryDocument(), "Likes tea", now=NOW)
+    doc, _ = edits.add_fact(MemoryDocument(), "Likes tea", now=NOW)
     store.commit(SCOPE, doc, expected_revision=0)
     path = store.path(SCOPE)
     return store, path, path.read_bytes()
@@ -57,7 +56,7 @@ def test_full_disk_leaves_the_previous_file_intact(
 ) -> None:
     store, path, before = _seeded(tmp_path)
     doc = store.load(SCOPE)
-    changed, _ = _apply.add_fact(doc, "Likes coffee", now=NOW)
+    changed, _ = edits.add_fact(doc, "Likes coffee", now=NOW)
 
     def full(*args: Any) -> NoReturn:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
