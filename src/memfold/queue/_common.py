@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Self
@@ -163,6 +164,16 @@ class QueueCore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _stop_workers(self, deadline: float, grace: float) -> None:
+        """Stop and join the threads until ``deadline`` (``time.monotonic``), each given at
+        least ``grace`` seconds; the calling thread is skipped (close() called from a job)."""
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(max(grace, deadline - time.monotonic()))
 
     def _workers_running(self) -> bool:
         return not self._stop.is_set() and any(t.is_alive() for t in self._threads)

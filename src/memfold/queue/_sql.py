@@ -149,13 +149,8 @@ class SqlQueue(SqlWorker):
         budget = self._shutdown_timeout if timeout is None else timeout
         deadline = time.monotonic() + budget
         drained = self.flush(budget) if budget > 0 else self._is_empty()
-        self._stop.set()
-        with self._cond:
-            self._cond.notify_all()
-        for thread in self._threads:
-            if thread is not threading.current_thread():
-                # a short grace even at timeout 0: idle workers leave within one claim
-                thread.join(max(_STOP_GRACE_SECONDS, deadline - time.monotonic()))
+        # a short grace even at timeout 0: idle workers leave within one claim
+        self._stop_workers(deadline, grace=_STOP_GRACE_SECONDS)
         try:
             left = self._pending_keys()
         except Exception:

@@ -141,12 +141,7 @@ class InProcessQueue(QueueCore):
         budget = self._shutdown_timeout if timeout is None else timeout
         deadline = time.monotonic() + budget
         drained = self.flush(budget)
-        self._stop.set()
-        with self._cond:
-            self._cond.notify_all()
-        for thread in self._threads:
-            if thread is not threading.current_thread():  # close() called from a job
-                thread.join(max(0.0, deadline - time.monotonic()))
+        self._stop_workers(deadline, grace=0.0)
         with self._cond:
             left = [*self._in_flight, *self._pending]
             self._close_result = drained and not left
