@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
+from memfold._plugins import load_factory
 from memfold.config import MemoryConfig
 from memfold.errors import ConfigError
 from memfold.queue.base import Job, UpdateQueue
@@ -87,24 +87,12 @@ def _from_factory(
     clock: Clock | None,
     start: bool,
 ) -> UpdateQueue:
-    module_name, _, attr_path = spec.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise ConfigError(
-            f"queue={spec!r}: cannot import {exc.name or module_name!r} (is the package "
-            "installed?)",
-            key="queue",
-        ) from exc
-    for part in attr_path.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            raise ConfigError(f"queue={spec!r}: {module_name} has no {attr_path!r}", key="queue")
-    queue = target(config, process, clock=clock, start=start)
+    factory = load_factory(spec, key="queue")
+    queue = factory(config, process, clock=clock, start=start)
     if not isinstance(queue, UpdateQueue):
         raise ConfigError(
-            f"queue={spec!r}: {attr_path}(...) returned {type(queue).__name__}, which lacks "
-            "the UpdateQueue methods (add, flush, close, status, run_due)",
+            f"queue={spec!r}: the factory returned {type(queue).__name__}, which lacks the "
+            "UpdateQueue methods (add, flush, close, status, run_due)",
             key="queue",
         )
     return queue

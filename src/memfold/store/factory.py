@@ -64,7 +64,7 @@ def _from_factory(spec: str, config: MemoryConfig) -> MemoryStore:
     store = load_factory(spec, key="storage")(config)
     if not isinstance(store, MemoryStore):
         raise ConfigError(
-            f"storage={spec!r}: {spec.partition(':')[2]}(config) returned {type(store).__name__}, "
+            f"storage={spec!r}: the factory returned {type(store).__name__}, "
             "which lacks the MemoryStore methods (load, commit, clear, scopes, close)",
             key="storage",
         )
