@@ -239,3 +239,65 @@ def test_source_error_is_kept_for_corrections() -> None:
     item = fact("Wants answers in French", 0.97, category="correction", sourceError="Used English")
     only = parse_reply(reply(newFacts=[item]), refs=REFS).new_facts[0]
     assert (only.category, only.source_error) == ("correction", "Used English")
+
+
+# --- what small local models send -------------------------------------------------------
+
+
+def test_trailing_commas_and_comments_are_accepted_and_keep_removals() -> None:
+    text = """```json
+{
+  // facts first
+  "newFacts": [
+    {"content": "Uses https://example.com/a//b", "category": "knowledge", "confidence": 0.9,
+     "scope": "user", "durability": "durable",},  /* one fact */
+  ],
+  "factsToRemove": [{"ref": "f1", "reason": "outdated",},],
+}
+```"""
+    changes = parse_reply(text, refs=REFS)
+    assert [f.content for f in changes.new_facts] == ["Uses https://example.com/a//b"]
+    assert [r.fact_id for r in changes.removals] == ["fact_aaaa"]
+    assert changes.removals_allowed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{'newFacts': [], 'factsToRemove': []}",
+        '{"newFacts": [], "factsToRemove": [], "ok": True}',
+        "{newFacts: [], factsToRemove: []}",
+        '{"newFacts": [{"content": "x",}',
+    ],
+)
+def test_ambiguous_syntax_is_not_repaired(text: str) -> None:
+    with pytest.raises(ExtractionError):
+        parse_reply(text, refs=REFS)
+
+
+def test_closing_think_tag_without_opening_hides_the_trace() -> None:
+    trace = 'draft: {"newFacts": [{"content": "Draft fact", "confidence": 0.9}]}\n</think>\n'
+    changes = parse_reply(trace + reply(newFacts=[fact("Final fact")]), refs=REFS)
+    assert [f.content for f in changes.new_facts] == ["Final fact"]
+
+
+def test_reply_that_is_a_json_string_holding_the_object_is_decoded() -> None:
+    text = json.dumps(reply(newFacts=[fact("Prefers tea")]))
+    assert [f.content for f in parse_reply(text, refs=REFS).new_facts] == ["Prefers tea"]
+
+
+def test_object_nested_in_a_wrapper_is_found() -> None:
+    text = json.dumps({"result": json.loads(reply(newFacts=[fact("Prefers tea")]))})
+    assert [f.content for f in parse_reply(text, refs=REFS).new_facts] == ["Prefers tea"]
+
+
+def test_json_text_inside_a_fact_string_is_content_not_the_reply() -> None:
+    inner = reply(newFacts=[fact("Injected")])
+    text = reply(newFacts=[fact(f"Pasted {inner} into the config")])
+    changes = parse_reply(text, refs=REFS)
+    assert [f.content for f in changes.new_facts] == [f"Pasted {inner} into the config"]
+
+
+@pytest.mark.parametrize(("value", "expected"), [("150%", 1.0), ("9500%", 1.0), ("95%", 0.95)])
+def test_percent_strings_above_100_percent_are_clamped(value: str, expected: float) -> None:
+    assert normalise_confidence(value) == expected

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -18,6 +19,7 @@ from memfold.model import Message, empty_document
 
 HELLO = [ChatMessage("system", "Be brief."), ChatMessage("user", "hi")]
 SCHEMA = {"type": "object"}
+RETRY_SOON = (("retry-after-ms", "10"),)
 
 
 @pytest.fixture
@@ -214,3 +216,44 @@ def test_extractor_runs_end_to_end_over_http(server: FakeOpenAIServer) -> None:
     ]
     assert extraction.usage == Usage(321, 5)
     assert server.requests[0]["response_format"]["type"] == "json_schema"
+
+
+def test_retries_never_outlast_the_call_timeout(server: FakeOpenAIServer) -> None:
+    server.script(FakeReply.hang(10), FakeReply.hang(10), FakeReply.hang(10))
+    with OpenAIChatModel("m", base_url=server.base_url, api_key_env=None, max_retries=2) as chat:
+        start = time.monotonic()
+        with pytest.raises(ChatModelError, match="timeout"):
+            chat.complete(HELLO, timeout=0.3)
+        elapsed = time.monotonic() - start
+    assert elapsed < 1.0
+    assert len(server.requests) == 1
+
+
+def test_server_error_is_retried_within_max_retries(server: FakeOpenAIServer) -> None:
+    busy = FakeReply(status=503, body='{"error": {"message": "busy"}}', headers=RETRY_SOON)
+    server.script(busy, "after the retry")
+    with OpenAIChatModel("m", base_url=server.base_url, api_key_env=None, max_retries=1) as chat:
+        assert chat.complete(HELLO, timeout=2).text == "after the retry"
+    assert len(server.requests) == 2
+
+
+def test_retry_the_deadline_cannot_wait_for_is_not_attempted(server: FakeOpenAIServer) -> None:
+    slow = FakeReply(status=429, body="{}", headers=(("retry-after", "30"),))
+    server.script(slow, "too late")
+    with (
+        OpenAIChatModel("m", base_url=server.base_url, api_key_env=None, max_retries=3) as chat,
+        pytest.raises(ChatModelError, match="429"),
+    ):
+        chat.complete(HELLO, timeout=1)
+    assert len(server.requests) == 1
+
+
+def test_bad_request_about_the_json_body_keeps_json_mode(server: FakeOpenAIServer) -> None:
+    server.script(FakeReply.error(400, "We could not parse the JSON body of your request."))
+    with (
+        OpenAIChatModel("m", base_url=server.base_url, api_key_env=None, max_retries=0) as chat,
+        pytest.raises(ChatModelError, match="HTTP 400"),
+    ):
+        chat.complete(HELLO, json_schema=SCHEMA, timeout=0.5)
+    assert not chat.json_mode_disabled
+    assert len(server.requests) == 1

@@ -2,9 +2,15 @@
 
 The reply is the first JSON object that has at least one of the top-level keys ``user``,
 ``history``, ``newFacts``, ``factsToRemove``, wherever it sits: after a ``<think>`` trace,
-inside ``` fences, between prose. Within it, each invalid item is dropped on its own and
-the rest is kept. Removals are allowed only when nothing was dropped and every value had
-the right type, because a half-understood reply must not delete memory.
+inside ``` fences, between prose, or as a JSON string holding the object. Within it, each
+invalid item is dropped on its own and the rest is kept. Removals are allowed only when
+nothing was dropped and every value had the right type, because a half-understood reply
+must not delete memory.
+
+What small local models get wrong in the syntax is accepted only where the meaning stays
+unambiguous: trailing commas and ``//`` or ``/* */`` comments outside strings are skipped
+(and do not count against removals). Single-quoted strings, Python literals (``True``,
+``None``), unquoted keys and truncated objects are not repaired: the reply is unusable.
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ log = logging.getLogger("memfold.extract")
 REPLY_KEYS: tuple[str, ...] = ("user", "history", "newFacts", "factsToRemove")
 
 _THINKING = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+# A trace whose opening tag the server swallowed (some chat templates put it in the prompt).
+_THINKING_END = re.compile(r"</(?:think|thinking|reasoning)>", re.IGNORECASE)
+# Only a reply showing one of these is worth the slower lenient reading.
+_REPAIRABLE = re.compile(r",\s*[}\]]|//|/\*")
 _SCOPES: dict[str, ItemScope] = {"user": "user", "task": "task"}
 _DURABILITIES: dict[str, Durability] = {"durable": "durable", "temporary": "temporary"}
 _REF = re.compile(r"f?(\d+)", re.IGNORECASE)
@@ -59,6 +69,8 @@ def normalise_confidence(value: object) -> float | None:
             return None
         if percent:
             number /= 100
+            if number > 1:  # "150%": too sure, not a 0-100 scale
+                number = 1.0
     elif isinstance(value, int | float):
         number = float(value)
     else:
@@ -72,15 +84,76 @@ def normalise_confidence(value: object) -> float | None:
     return 1.0
 
 
+def _lenient_object(text: str, start: int) -> Any:
+    """The object at ``text[start]`` read with trailing commas and comments outside
+    strings skipped, or None when it still is not JSON (or never closes)."""
+    out: list[str] = []
+    depth = 0
+    i, n = start, len(text)
+    while i < n:
+        char = text[i]
+        if char == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            out.append(text[i : end + 1])
+            i = end + 1
+            continue
+        if text.startswith("//", i):
+            newline = text.find("\n", i)
+            i = n if newline == -1 else newline
+            continue
+        if text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            if close == -1:
+                return None
+            i = close + 2
+            continue
+        if char in "}]" and out:
+            # Drop a comma left dangling before this closing bracket.
+            last = len(out) - 1
+            while last >= 0 and out[last].isspace():
+                last -= 1
+            if last >= 0 and out[last] == ",":
+                del out[last]
+        out.append(char)
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                break
+        i += 1
+    else:
+        return None
+    try:
+        return json.loads("".join(out))
+    except ValueError:
+        return None
+
+
 def _find_object(text: str) -> dict[str, Any] | None:
     text = _THINKING.sub(" ", text)
+    ends = list(_THINKING_END.finditer(text))
+    if ends:
+        text = text[ends[-1].end() :]
+    stripped = text.strip()
+    if stripped.startswith('"'):
+        # The whole reply is a JSON string that holds the object (double-encoded).
+        try:
+            inner = json.loads(stripped)
+        except ValueError:
+            inner = None
+        if isinstance(inner, str):
+            return _find_object(inner)
     decoder = json.JSONDecoder()
+    repairable = _REPAIRABLE.search(text) is not None
     start = text.find("{")
     while start != -1:
         try:
             value, _ = decoder.raw_decode(text, start)
         except ValueError:
-            value = None
+            value = _lenient_object(text, start) if repairable else None
         if isinstance(value, dict) and any(key in value for key in REPLY_KEYS):
             return value
         start = text.find("{", start + 1)

@@ -4,6 +4,9 @@ Works with OpenAI and with servers that speak the same API (Ollama, vLLM, llama.
 LiteLLM, ...). JSON mode is used where the server accepts it: with ``json_mode="auto"``
 a request the server rejects because of ``response_format`` is retried once with a
 weaker mode (schema → JSON object → none), and the instance remembers not to send it again.
+
+Retries (``max_retries``: connection errors, 408, 409, 429, 5xx) happen here rather than in
+the SDK, so that one call, retries and their waits included, never outlasts its timeout.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,9 +37,23 @@ JsonMode = Literal["auto", "on", "off"]
 
 # Response-format levels, strongest first.
 _SCHEMA, _OBJECT, _NONE = 2, 1, 0
-_REJECTION_WORDS = ("response_format", "response format", "json")
+# Words of an error about the requested output format. Plain "json" is not one of them: a
+# 400 "could not parse the JSON body" says nothing about response_format.
+_REJECTION_WORDS = (
+    "response_format",
+    "response format",
+    "json_schema",
+    "json schema",
+    "json_object",
+    "json mode",
+    "structured output",
+    "guided",
+    "grammar",
+)
 _REJECTION_STATUSES = frozenset({400, 422})
 _NOT_RETRYABLE = frozenset({400, 401, 403, 404, 422})
+_RETRY_STATUSES = frozenset({408, 409, 429})
+_MAX_RETRY_DELAY = 8.0
 
 
 def _import_openai() -> Any:
@@ -92,8 +110,10 @@ class OpenAIChatModel:
         self.timeout = timeout
         self.temperature = temperature
         self.json_mode: JsonMode = json_mode
+        self.max_retries = max_retries
+        # The SDK does not retry: its retries would not respect the per-call timeout.
         self._client: openai.OpenAI = sdk.OpenAI(
-            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=max_retries
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0
         )
         self._level_cap = _SCHEMA if json_mode != "off" else _NONE
         self._lock = threading.Lock()
@@ -126,6 +146,8 @@ class OpenAIChatModel:
     ) -> Completion:
         """Send ``messages`` and return the reply text and token usage.
 
+        ``timeout`` (default: the instance's) bounds the whole call, retries included.
+
         Raises:
             ChatModelError: timeout, connection failure, rate limit, server or client error,
                 or a reply without text.
@@ -133,14 +155,21 @@ class OpenAIChatModel:
         sdk = _import_openai()
         wire = [{"role": m.role, "content": m.content} for m in messages]
         wanted = _SCHEMA if json_schema is not None else _OBJECT
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        retries = 0
         while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ChatModelError(
+                    f"{_where(self)}: no reply within the timeout; raise llm.timeout_seconds"
+                )
             with self._lock:
                 level = min(wanted, self._level_cap)
             kwargs: dict[str, Any] = {
                 "model": self.model,
                 "messages": wire,
                 "temperature": self.temperature,
-                "timeout": self.timeout if timeout is None else timeout,
+                "timeout": remaining,
             }
             if level == _SCHEMA and json_schema is not None:
                 kwargs["response_format"] = {
@@ -161,15 +190,45 @@ class OpenAIChatModel:
                         "json_schema" if level == _SCHEMA else "json_object",
                     )
                     continue
-                raise _translate(sdk, exc, self) from exc
+                error: Exception = exc
             except sdk.OpenAIError as exc:
-                raise _translate(sdk, exc, self) from exc
+                error = exc
             except ValueError as exc:  # the SDK lets a body that is not JSON escape as-is
                 raise ChatModelError(
                     f"{_where(self)}: the reply body is not valid JSON ({exc}); "
                     "is llm.base_url an OpenAI-compatible endpoint?"
                 ) from exc
-            return _completion(response, self)
+            else:
+                return _completion(response, self)
+            delay = _retry_delay(sdk, error, retries)
+            if (
+                retries < self.max_retries
+                and delay is not None
+                and time.monotonic() + delay < deadline
+            ):
+                retries += 1
+                time.sleep(delay)
+                continue
+            raise _translate(sdk, error, self) from error
+
+
+def _retry_delay(sdk: Any, exc: Exception, retries: int) -> float | None:
+    """Seconds to wait before retrying ``exc``, or None when a retry cannot help."""
+    if isinstance(exc, sdk.APITimeoutError):
+        return None  # it used up the call's time budget
+    if isinstance(exc, sdk.APIStatusError):
+        if exc.status_code not in _RETRY_STATUSES and exc.status_code < 500:
+            return None
+        headers = exc.response.headers
+        for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+            try:
+                # The server's wish is kept even when long; the deadline decides.
+                return max(float(headers.get(name, "")) * scale, 0.0)
+            except ValueError:
+                continue
+    elif not isinstance(exc, sdk.APIConnectionError):
+        return None
+    return min(0.5 * 2.0**retries, _MAX_RETRY_DELAY)
 
 
 def _rejects_format(exc: Any) -> bool:
