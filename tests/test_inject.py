@@ -235,6 +235,19 @@ def test_block_never_exceeds_budget_and_uses_it_well(counter: TokenCounter):
         assert budget - 20 <= counter.count(block) <= budget
 
 
+@pytest.mark.parametrize("encoding", ["cl100k_base", "o200k_base"])
+def test_block_with_letters_newer_than_tiktokens_unicode_stays_within_budget(encoding: str):
+    exact = get_counter(encoding)
+    # Unicode 17 letters (CJK Extension J U+323B0.., U+1ACF..) that tiktoken's split
+    # pattern does not know; encode() is tiktoken's, the reference count.
+    text = " ".join(f"{char}:x" for char in "\U000323b0\U000326fd\u1add\u088f" * 5)
+    facts = [fact(f"f{i}", f"{text} {i}", confidence=0.8) for i in range(30)]
+    doc = make_doc(facts, workContext=text * 5, topOfMind=text)
+    for budget in range(50, 600, 11):
+        block = render(doc, max_tokens=budget, counter=exact)
+        assert len(exact.encode(block)) <= budget, budget
+
+
 def test_summaries_are_kept_whole_when_they_fit_and_facts_fill_the_rest(counter: TokenCounter):
     facts = [fact(f"f{i}", f"Fact number {i}") for i in range(200)]
     doc = make_doc(facts, **ALL_SUMMARIES)

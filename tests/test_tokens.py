@@ -93,6 +93,20 @@ def test_counts_agree_with_an_independent_bpe_implementation(text: str):
         assert len(get_counter(name).encode(text)) == expected
 
 
+# Letters quicktok knows from a newer Unicode than tiktoken's split pattern (Unicode 17:
+# CJK Extension J, U+1ACF.., U+A7CE.., U+088F...); tiktoken is the reference for them.
+_NEWER_UNICODE = ("\U000326fd", "\U000323b0", "\u1add", "\u088f", "\ua7ce", "\U00016ea0")
+
+
+@pytest.mark.parametrize("char", _NEWER_UNICODE)
+@pytest.mark.parametrize("template", ["{}:x", "a{}", "{}a", "x {} 1", "- Work: {}。\n"])
+def test_counts_of_letters_newer_than_tiktokens_unicode_match_tiktoken(char: str, template: str):
+    text = template.format(char)
+    for name in ENCODINGS:
+        counter = get_counter(name)
+        assert counter.count(text) == len(counter.encode(text)), (name, text)
+
+
 def test_fast_counting_engine_is_active_when_it_agrees(cl100k: TokenCounter):
     assert cl100k.engine == "quicktok"
 

@@ -18,7 +18,9 @@ import hashlib
 import importlib.util
 import logging
 import operator
+import re
 import threading
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -314,6 +316,39 @@ class TokenCounter:
         return ""
 
 
+@functools.cache
+def _bmp_unassigned() -> re.Pattern[str]:
+    """A character class of the BMP code points this Python's Unicode database leaves
+    unassigned (built once, ~20 ms; Python's ``re`` is fast on BMP-only classes)."""
+    ranges: list[str] = []
+    start = None
+    for code in range(0x10000):
+        unassigned = 0xD800 <= code < 0xE000 or unicodedata.category(chr(code)) == "Cn"
+        if unassigned and start is None:
+            start = code
+        elif not unassigned and start is not None:
+            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(code - 1))}")
+            start = None
+    return re.compile(f"[{''.join(ranges)}]")
+
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def _may_split_differently(text: str) -> bool:
+    """True when ``text`` has a code point unassigned in Python's Unicode database.
+
+    quicktok's split pattern knows a newer Unicode than tiktoken's (e.g. CJK Extension J
+    and other Unicode 17 letters): tiktoken treats those code points as unassigned and
+    counts them differently. Such text is left to tiktoken, the reference.
+    """
+    if text.isascii():
+        return False
+    if _bmp_unassigned().search(text) is not None:
+        return True
+    return any(unicodedata.category(char) == "Cn" for char in _ASTRAL.findall(text))
+
+
 def _fast_counter(name: str, reference: tiktoken.Encoding) -> Callable[[str], int] | None:
     """quicktok's counter for ``name`` if it encodes the self-check sample exactly like
     ``reference``; None (and a debug log) when it is unavailable or disagrees."""
@@ -333,6 +368,8 @@ def _fast_counter(name: str, reference: tiktoken.Encoding) -> Callable[[str], in
         return None
 
     def count(text: str) -> int:
+        if _may_split_differently(text):
+            return len(reference.encode_ordinary(text))
         return len(fast.encode_ordinary(text))
 
     return count
