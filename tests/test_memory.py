@@ -82,6 +82,20 @@ def test_second_update_of_a_thread_sends_only_new_turns(tmp_path):
     assert [m.content for m in second.messages] == [m["content"] for m in ALICE[1:]]
 
 
+def test_turn_whose_reply_repeats_the_previous_reply_is_still_extracted(tmp_path):
+    spy = SpyExtractor()
+    first = [
+        {"role": "user", "content": "My name is Bob."},
+        {"role": "assistant", "content": "Noted."},
+    ]
+    second = [*first, {"role": "user", "content": "I live in Paris."}, first[1]]
+    with make_memory(tmp_path, extractor=spy) as mem:
+        mem.update(first, thread_id="t1", user_id="bob")
+        result = mem.update(second, thread_id="t1", user_id="bob")
+    assert result.committed
+    assert [m.content for m in spy.requests[1].messages] == ["Noted.", "I live in Paris.", "Noted."]
+
+
 def test_unchanged_thread_is_not_extracted_again(tmp_path):
     spy = SpyExtractor()
     with make_memory(tmp_path, extractor=spy) as mem:

@@ -15,7 +15,7 @@ from memfold.model import (
     empty_document,
     message_key,
 )
-from memfold.watermark import advance, merge_messages, new_messages
+from memfold.watermark import advance, merge_messages, new_messages, watermark_key
 
 
 def msgs(*texts: str, ids: bool = False) -> tuple[Message, ...]:
@@ -63,9 +63,30 @@ def test_message_id_identifies_a_message_even_if_content_changes() -> None:
 def test_advance_sets_watermark_to_last_message() -> None:
     thread = msgs("a", "b", "c")
     doc = advance(empty_document(), "t1", thread, "2026-01-01T00:00:00Z")
-    assert doc.watermarks["t1"] == Watermark(message_key(thread[-1]), "2026-01-01T00:00:00Z")
+    assert doc.watermarks["t1"] == Watermark(watermark_key(thread), "2026-01-01T00:00:00Z")
+    assert watermark_key(thread).startswith(message_key(thread[-1]))
     assert new_messages((*thread, *msgs("d")), doc.watermarks["t1"]) == msgs("d")
     assert doc.revision == 0  # the store's commit bumps the revision, not the watermark
+
+
+def test_reply_repeated_word_for_word_later_is_not_taken_for_the_watermark() -> None:
+    first = msgs("My name is Bob.", "Noted.")
+    doc = advance(empty_document(), "t1", first, "2026-01-01T00:00:00Z")
+    later = (*first, *msgs("I live in Paris.", "Noted."))
+    assert new_messages(later, doc.watermarks["t1"]) == later[2:]
+
+
+def test_watermark_message_left_first_by_a_summary_still_marks_the_seen_part() -> None:
+    thread = msgs("a", "b", "c", "d")
+    doc = advance(empty_document(), "t1", thread[:2], "2026-01-01T00:00:00Z")
+    summarised = thread[1:]  # "a" was summarised away; "b" (the mark) is kept
+    assert new_messages(summarised, doc.watermarks["t1"]) == thread[2:]
+
+
+def test_watermark_of_a_message_with_an_id_is_its_id() -> None:
+    thread = msgs("a", "b|c", ids=True)
+    assert watermark_key(thread) == "id:b|c"
+    assert new_messages((*thread, *msgs("d", ids=True)), Watermark("id:b|c")) == msgs("d", ids=True)
 
 
 def test_advance_with_no_messages_changes_nothing() -> None:

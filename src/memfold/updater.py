@@ -104,7 +104,6 @@ class Updater:
             return UpdateResult(scope, thread_id, document.revision, False, skipped="nothing new")
         request = ExtractionRequest(document, new, signals, thread_id)
         extraction = self._extractor.propose(request)
-        last_message = messages[-1]
         fresh = [document]  # the first attempt reuses the document the extractor saw
 
         def attempt() -> UpdateResult:
@@ -128,7 +127,7 @@ class Updater:
                     scrub=self._redactor,
                 ),
             )
-            result_doc = watermark.advance(applied.document, thread_id, [last_message], iso(now))
+            result_doc = watermark.advance(applied.document, thread_id, messages, iso(now))
             if not applied.changed and _same_watermark(current, result_doc, thread_id):
                 return UpdateResult(
                     scope, thread_id, current.revision, False, applied.changes,

@@ -11,7 +11,29 @@ from collections.abc import Sequence
 
 from memfold.model import MAX_WATERMARKS, MemoryDocument, Message, Watermark, message_key
 
-__all__ = ["advance", "merge_messages", "new_messages"]
+__all__ = ["advance", "merge_messages", "new_messages", "watermark_key"]
+
+#: Joins the last message's key and its predecessor's in a watermark of messages without
+#: ids (content keys are ``role:hex``, so the first ``|`` is the separator).
+_PAIR = "|"
+
+
+def watermark_key(messages: Sequence[Message]) -> str:
+    """The watermark identity of the position after the last of ``messages``.
+
+    A message with an id is identified by it. Without ids, identity is role + content, and
+    agents often repeat a short reply word for word ("Noted.") later in a thread; the key
+    then also names the message before it, so a later repeat is not taken for the mark.
+
+    Raises:
+        ValueError: ``messages`` is empty.
+    """
+    if not messages:
+        raise ValueError("watermark_key needs at least one message")
+    last = messages[-1]
+    if last.id or len(messages) < 2:
+        return message_key(last)
+    return f"{message_key(last)}{_PAIR}{message_key(messages[-2])}"
 
 
 def new_messages(messages: Sequence[Message], watermark: Watermark | None) -> tuple[Message, ...]:
@@ -23,8 +45,14 @@ def new_messages(messages: Sequence[Message], watermark: Watermark | None) -> tu
     kept = tuple(messages)
     if watermark is None:
         return kept
+    last, previous = watermark.message_key, None
+    if not last.startswith("id:") and _PAIR in last:  # ids may contain the separator
+        last, previous = last.split(_PAIR, 1)
     for index in range(len(kept) - 1, -1, -1):
-        if message_key(kept[index]) == watermark.message_key:
+        if message_key(kept[index]) != last:
+            continue
+        # the predecessor must match too, unless a summary dropped it (the mark is first)
+        if previous is None or index == 0 or message_key(kept[index - 1]) == previous:
             return kept[index + 1 :]
     return kept
 
@@ -37,7 +65,8 @@ def advance(
     *,
     max_watermarks: int = MAX_WATERMARKS,
 ) -> MemoryDocument:
-    """A copy of ``document`` whose watermark for ``thread_id`` is the last of ``messages``.
+    """A copy of ``document`` whose watermark for ``thread_id`` is the last of ``messages``
+    (identified by :func:`watermark_key`, so pass the thread's messages, not only the last).
 
     Keeps at most ``max_watermarks`` threads: the least recently updated are evicted (oldest
     ``updated_at`` first, ties by insertion order); the thread just advanced is always kept.
@@ -55,7 +84,7 @@ def advance(
         ranked = sorted(enumerate(marks.items()), key=lambda p: (p[1][1].updated_at, p[0]))
         evict = {thread for _, (thread, _) in ranked[: len(marks) - max_watermarks + 1]}
         marks = {t: m for t, m in marks.items() if t not in evict}
-    marks[thread_id] = Watermark(message_key(messages[-1]), now_iso)
+    marks[thread_id] = Watermark(watermark_key(messages), now_iso)
     return document.with_changes(watermarks=marks)
 
 
