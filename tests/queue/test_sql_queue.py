@@ -173,6 +173,49 @@ def test_urgent_add_is_due_at_once_and_keeps_pending_messages(make_queue: Maker)
     assert rec.jobs[0].urgent
 
 
+def test_urgent_record_during_a_running_job_is_not_replaced_by_a_later_record(
+    make_queue: Maker,
+) -> None:
+    clock = FakeClock(1000.0)
+    seen: list[Job] = []
+    queue: SqlQueue
+
+    def process(job: Job) -> None:
+        seen.append(job)
+        if len(seen) == 1:  # while it runs: a, b about to be summarised away, then dropped
+            queue.add(A, msgs("a", "b", "c", "d"), urgent=True)
+            queue.add(A, msgs("c", "d", "e", "f"))
+
+    queue = make_queue(process, clock, debounce_seconds=30)
+    queue.add(A, msgs("a", "b"), urgent=True)
+    assert queue.run_due() == 2  # the urgent record is due at once after the running job
+    assert texts(seen[1]) == ["a", "b", "c", "d", "e", "f"]
+    assert seen[1].urgent
+    assert queue.status().pending == 0
+
+
+def test_max_wait_counts_from_the_first_record_during_a_running_job(make_queue: Maker) -> None:
+    clock = FakeClock(1000.0)
+    seen: list[Job] = []
+    queue: SqlQueue
+
+    def process(job: Job) -> None:
+        seen.append(job)
+        if len(seen) == 1:  # records at 1000, 1008, 1016 while the job runs until 1017
+            for step in (8, 8, 1):
+                queue.add(A, msgs("u", f"v{step}"))
+                clock.advance(step)
+
+    queue = make_queue(process, clock, debounce_seconds=10, max_wait_seconds=20, lease_seconds=60)
+    queue.add(A, msgs("u", "v"), urgent=True)
+    assert queue.run_due() == 1
+    clock.advance(2.9)
+    assert queue.run_due() == 0
+    clock.advance(0.1)  # 1020: the first record during the job + max wait
+    assert queue.run_due() == 1
+    assert seen[1].enqueued_at == 1000.0
+
+
 # --- completion, retries, backpressure -----------------------------------------------
 
 
@@ -231,6 +274,30 @@ def test_failed_job_backs_off_then_is_dropped_naming_the_key(
     dropped = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(dropped) == 1
     assert "thread 't1', user 'alice'" in dropped[0].getMessage()
+
+
+def test_error_marked_not_retryable_is_dropped_at_once(
+    make_queue: Maker, caplog: pytest.LogCaptureFixture
+) -> None:
+    from memfold.llm.base import ChatModelError
+
+    clock = FakeClock(1000.0)
+    calls: list[int] = []
+
+    def process(job: Job) -> None:
+        calls.append(job.attempt)
+        raise ChatModelError("401 invalid API key", status=401, retryable=False)
+
+    queue = make_queue(process, clock, debounce_seconds=0, retry_attempts=3)
+    queue.add(A, msgs("a", "b"))
+    with caplog.at_level(logging.ERROR, logger="memfold.queue"):
+        assert queue.run_due() == 1
+        clock.advance(100)
+        assert queue.run_due() == 0
+    assert calls == [1]
+    status = queue.status()
+    assert (status.pending, status.failed, status.retried, status.dropped) == (0, 1, 0, 1)
+    assert "not retryable" in caplog.text
 
 
 def test_failure_with_a_newer_record_keeps_the_newer_payload_and_old_signals(
@@ -398,6 +465,24 @@ def test_workers_run_due_jobs_and_close_drains(make_queue: Maker) -> None:
     assert done.wait(WAIT)
     assert queue.close(WAIT)
     assert sorted(jobs) == sorted([A, B])
+
+
+def test_close_stops_workers_and_returns_false_when_the_database_fails(
+    make_queue: Maker, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = FakeClock(1000.0)
+    queue = make_queue(Recorder(clock), clock, debounce_seconds=60)
+    queue.add(A, msgs("a", "b"))
+    queue.start()
+
+    def broken() -> Any:
+        raise StorageError("database is gone")
+
+    monkeypatch.setattr(queue, "_transaction", broken)
+    with caplog.at_level(logging.WARNING, logger="memfold.queue"):
+        assert not queue.close(WAIT)
+    assert not any(thread.is_alive() for thread in queue._threads)
+    assert "database is gone" in caplog.text
 
 
 def test_newer_schema_version_is_refused(tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from memfold.errors import StorageError
 from memfold.model import Message, Signals
 from memfold.queue._common import WARN_INTERVAL_SECONDS, RateLimitedWarning, warn_refused
 from memfold.queue._payload import Payload, decode_payload, encode_payload, key_hash, scope_hash
-from memfold.queue._sql_worker import Cursor, SqlWorker, Tx
+from memfold.queue._sql_worker import Cursor, SqlWorker, Tx, claimed_version
 from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key
 from memfold.queue.clock import Clock
 from memfold.watermark import merge_messages
@@ -148,7 +148,12 @@ class SqlQueue(SqlWorker):
             self._closed = True
         budget = self._shutdown_timeout if timeout is None else timeout
         deadline = time.monotonic() + budget
-        drained = self.flush(budget) if budget > 0 else self._is_empty()
+        try:
+            drained = self.flush(budget) if budget > 0 else self._is_empty()
+        except Exception:
+            # the workers must still stop and the connections close: the rows stay queued
+            logger.warning("memfold queue: could not drain at close", exc_info=True)
+            drained = False
         # a short grace even at timeout 0: idle workers leave within one claim
         self._stop_workers(deadline, grace=_STOP_GRACE_SECONDS)
         try:
@@ -206,7 +211,8 @@ class SqlQueue(SqlWorker):
             with self._transaction() as tx:
                 now = self._clock.now()
                 row = tx.execute(
-                    "SELECT payload, first_added_at, due_at, attempts, lease_expires_at "  # noqa: S608 - only module constants are interpolated
+                    "SELECT payload, first_added_at, due_at, attempts, lease_expires_at, "  # noqa: S608 - only module constants are interpolated
+                    "lease_owner, version "
                     f"FROM memfold_jobs WHERE key_hash = ?{self.for_update}",
                     (khash,),
                 ).fetchone()
@@ -232,7 +238,8 @@ class SqlQueue(SqlWorker):
                     if inserted != 1:
                         continue  # another replica inserted the key first: update it instead
                 else:
-                    old_payload, first_added, old_due, attempts, lease_expires = row
+                    old_payload, first_added, old_due, attempts, lease_expires, owner, version = row
+                    leased = lease_expires is not None and float(lease_expires) >= now
                     payload, first_added, due = self._merge(
                         decode_payload(old_payload),
                         batch,
@@ -240,7 +247,9 @@ class SqlQueue(SqlWorker):
                         first_added=float(first_added),
                         old_due=float(old_due),
                         retrying=int(attempts) > 0,
-                        in_flight=lease_expires is not None and float(lease_expires) >= now,
+                        # the row still holds the running job's payload (no record since the
+                        # claim); once one landed, later ones merge into it like any pending row
+                        in_flight=leased and claimed_version(owner) in (None, int(version)),
                         flushing=flushing,
                     )
                     tx.execute(

@@ -29,11 +29,25 @@ from memfold.queue._payload import Payload, decode_payload, encode_payload
 from memfold.queue.base import Job, describe_key
 from memfold.watermark import merge_messages
 
-__all__ = ["Claim", "Cursor", "SqlWorker", "Tx"]
+__all__ = ["Claim", "Cursor", "SqlWorker", "Tx", "claimed_version"]
 
 logger = logging.getLogger("memfold.queue")
 
 _COLUMNS = "key_hash, thread_id, user_id, agent, payload, version, first_added_at, attempts"
+
+
+def claimed_version(owner: object) -> int | None:
+    """The row version a lease owner token claimed (``None`` when the token has none).
+
+    A lease's owner is ``{instance}-{random}@{version}``, so a record that finds its row
+    leased can tell whether the row still holds the running job's payload or already
+    holds records added since the claim."""
+    if not isinstance(owner, str) or "@" not in owner:
+        return None
+    try:
+        return int(owner.rsplit("@", 1)[1])
+    except ValueError:
+        return None
 
 
 class Cursor(Protocol):
@@ -115,7 +129,6 @@ class SqlWorker(QueueCore):
 
     def _claim(self, now: float) -> tuple[Claim | None, float | None]:
         """Lease the earliest due row whose scope is free; else the next due time."""
-        owner = f"{self._instance}-{uuid.uuid4().hex[:12]}"
         with self._transaction() as tx:
             self._fast_commit(tx)
             self._claim_lock(tx)
@@ -135,6 +148,7 @@ class SqlWorker(QueueCore):
                 ).fetchone()[0]
                 return None, None if nxt is None else float(nxt)
             khash, thread_id, user_id, agent, raw, version, first_added, attempts = row
+            owner = f"{self._instance}-{uuid.uuid4().hex[:12]}@{int(version)}"
             tx.execute(
                 "UPDATE memfold_jobs SET lease_owner = ?, lease_expires_at = ? WHERE key_hash = ?",
                 (owner, now + self._lease, khash),
@@ -202,6 +216,7 @@ class SqlWorker(QueueCore):
             message = self._counters.count_failure(job, error)
             flushing = self._flushing > 0
         delay = 0.0 if flushing else self._backoff * 2 ** (job.attempt - 1)
+        retryable = getattr(error, "retryable", True) is not False
         outcome = "lost"
         with self._transaction() as tx:
             now = self._clock.now()
@@ -233,7 +248,8 @@ class SqlWorker(QueueCore):
                         claim.key_hash,
                     ),
                 )
-            elif row is not None and job.attempt >= self._retry_attempts:
+            elif row is not None and (job.attempt >= self._retry_attempts or not retryable):
+                # an error that says retrying cannot help (a rejected API key) drops at once
                 outcome = "dropped"
                 tx.execute("DELETE FROM memfold_jobs WHERE key_hash = ?", (claim.key_hash,))
             elif row is not None:
@@ -247,7 +263,15 @@ class SqlWorker(QueueCore):
         with self._cond:
             self._counters.dropped += outcome == "dropped"
             self._counters.retried += outcome == "retry"
-        log_failure(logger, job, error, outcome, delay, retry_attempts=self._retry_attempts)
+        log_failure(
+            logger,
+            job,
+            error,
+            outcome,
+            delay,
+            retry_attempts=self._retry_attempts,
+            drop_note="" if retryable else ", not retryable",
+        )
 
     def _work(self) -> None:
         try:
