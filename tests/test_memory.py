@@ -5,7 +5,9 @@ from datetime import UTC, datetime
 import pytest
 
 from memfold import DuplicateFactError, FactNotFoundError, Memory, MemoryConfig, Scope
+from memfold.errors import ConfigError
 from memfold.extract.base import ChangeSet, Extraction, ExtractionRequest, NewFact, Usage
+from memfold.queue.base import QueueStatus
 from memfold.testing import FakeClock, InMemoryStore, ScriptedChatModel
 
 ALICE = [
@@ -238,6 +240,69 @@ def test_close_drains_pending_updates(tmp_path):
     assert mem.close(timeout=10)
     with make_memory(tmp_path) as again:
         assert again.get(user_id="alice").facts
+
+
+class ClosingStore(InMemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+def test_store_is_closed_when_the_queue_cannot_be_opened(tmp_path):
+    store = ClosingStore()
+    with pytest.raises(ConfigError, match="no_such_mod"):
+        Memory(MemoryConfig(home=tmp_path, queue="no_such_mod:Q"), store=store)
+    assert store.closed == 1
+
+
+class FailingCloseQueue:
+    def __init__(self, config, process, *, clock=None, start=True):
+        pass
+
+    def add(self, key, messages, signals=None, *, urgent=False):
+        return True
+
+    def flush(self, timeout=None):
+        return False
+
+    def close(self, timeout=None):
+        raise RuntimeError("queue database is gone")
+
+    def status(self):
+        return QueueStatus()
+
+    def run_due(self, now=None):
+        return 0
+
+
+def test_close_releases_the_store_even_when_the_queue_fails_to_close(tmp_path):
+    store = ClosingStore()
+    config = MemoryConfig(home=tmp_path, queue=f"{__name__}:FailingCloseQueue")
+    mem = Memory(config, store=store)
+    with pytest.raises(RuntimeError, match="gone"):
+        mem.close()
+    assert store.closed == 1
+
+
+def test_second_close_reports_what_the_first_one_did(tmp_path):
+    release = threading.Event()
+    started = threading.Event()
+
+    def stuck(request):
+        started.set()
+        release.wait(10)
+
+    mem = make_memory(tmp_path, extractor=SpyExtractor(on_propose=stuck), start_workers=True)
+    try:
+        mem.record(ALICE, thread_id="t1", user_id="alice", urgent=True)
+        assert started.wait(10)
+        assert not mem.close(timeout=0)
+        assert not mem.close()
+    finally:
+        release.set()
 
 
 def test_background_workers_process_after_the_debounce(tmp_path):

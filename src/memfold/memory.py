@@ -108,10 +108,15 @@ class Memory:
         self._lock = threading.Lock()
         self._usage = Usage()
         self._closed = False
+        self._close_result = True
         if config.queue != "memory":
             # A durable queue may hold updates a previous process left behind: open it now,
             # so its workers pick them up without waiting for this process's first record.
-            self._get_queue()
+            try:
+                self._get_queue()
+            except BaseException:
+                self._store.close()  # no Memory to close() it: release its connections now
+                raise
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], /, **overrides: Any) -> Memory:
@@ -388,17 +393,25 @@ class Memory:
 
     def close(self, timeout: float | None = None) -> bool:
         """Drain pending updates within ``timeout`` (default ``shutdown_timeout_seconds``),
-        stop the workers and release the store. True when everything was processed."""
+        stop the workers and release the store. True when everything was processed; a
+        second call returns the first one's result."""
         with self._lock:
             if self._closed:
-                return True
+                return self._close_result
             self._closed = True
             queue = self._queue
         drained = True
-        if queue is not None:
-            limit = self.config.shutdown_timeout_seconds if timeout is None else timeout
-            drained = queue.close(limit)
-        self._store.close()
+        try:
+            if queue is not None:
+                limit = self.config.shutdown_timeout_seconds if timeout is None else timeout
+                drained = queue.close(limit)
+        except BaseException:
+            drained = False
+            raise
+        finally:
+            with self._lock:
+                self._close_result = drained
+            self._store.close()
         return drained
 
     def __enter__(self) -> Self:
