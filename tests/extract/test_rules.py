@@ -256,7 +256,52 @@ NEGATIVE = [
     "i live in berlin",
     "I work at home",
     "I work for myself",
+    # negated names, hedges, verbs after 叫, surprise, reported and example lines
+    "My name is not Bob",
+    "My name is actually not Bob, it's a nickname",
+    "I'm not sure I prefer Python",
+    "Maybe I prefer Python",
+    "Perhaps I live in Berlin, perhaps not",
+    "我叫了外卖",
+    "我叫外卖了",
+    "我可能住在上海",
+    "我也许喜欢Rust",
+    "The user said: I live in Paris.",
+    "Write a story where the hero says I live in Paris.",
+    "Example: I live in Paris.",
 ]
+
+WRONG_VALUES = [
+    # "I" is not a tool; the rest of the sentence is still read
+    ("I use Python and I like Go.", ["Uses Python", "Likes Go"]),
+    ("我是说，我住在上海不是北京。", ["住在上海"]),
+]
+
+
+@pytest.mark.parametrize(("text", "contents"), WRONG_VALUES)
+def test_statement_values_stop_where_the_statement_does(
+    extractor: RuleExtractor, text: str, contents: list[str]
+) -> None:
+    assert _contents(extractor, text) == contents
+
+
+@pytest.mark.parametrize(
+    ("text", "contents"),
+    [
+        ("I live in Berlin but I work in Potsdam.", ["Lives in Berlin", "Works in Potsdam"]),
+        ("我住在苏州，在上海工作。", ["住在苏州", "在上海工作"]),
+    ],
+)
+def test_work_place_does_not_supersede_home(
+    extractor: RuleExtractor, text: str, contents: list[str]
+) -> None:
+    assert _contents(extractor, text) == contents
+
+
+def test_work_place_does_not_remove_home_fact(extractor: RuleExtractor) -> None:
+    document = empty_document().with_changes(facts=[Fact("fact_home", "住在苏州", source="t0")])
+    changes = extractor.propose(_request("我在上海工作。", document=document)).change_set
+    assert changes.removals == ()
 
 
 @pytest.mark.parametrize("text", NEGATIVE)
@@ -301,30 +346,30 @@ CORRECTIONS = [
     (
         "A:You should use MySQL 8 for this. It is fast.",
         "No, I meant PostgreSQL 16.",
-        "Correction: PostgreSQL 16",
+        "Correction: I meant PostgreSQL 16",
         "You should use MySQL 8 for this",
     ),
     (
         "A:Berlin is the capital of France! Let me explain.",
         "That's wrong, it's Paris.",
-        "Correction: Paris",
+        "Correction: it's Paris",
         "Berlin is the capital of France",
     ),
     (
         "A:Sure! Here's the **plan**: deploy to production first.",
         "You misunderstood, I asked for the staging cluster",
-        "Correction: the staging cluster",
+        "Correction: I asked for the staging cluster",
         "Here's the plan: deploy to production first",
     ),
     (
         "A:Spark 2.4 supports that.",
         "Actually, I said Spark 3.5",
-        "Correction: Spark 3.5",
+        "Correction: I said Spark 3.5",
         "Spark 2.4 supports that",
     ),
-    ("A:用 MySQL 吧。它很快。", "不对，是 PostgreSQL", "纠正：PostgreSQL", "用 MySQL 吧"),
-    ("A:你用的是 Java。", "我说的是 Kotlin", "纠正：Kotlin", "你用的是 Java"),
-    ("A:周二开会。", "错了，应该是周三", "纠正：周三", "周二开会"),
+    ("A:用 MySQL 吧。它很快。", "不对，是 PostgreSQL", "纠正：应该是PostgreSQL", "用 MySQL 吧"),
+    ("A:你用的是 Java。", "我说的是 Kotlin", "纠正：我说的是Kotlin", "你用的是 Java"),
+    ("A:周二开会。", "错了，应该是周三", "纠正：应该是周三", "周二开会"),
     (
         "A:你应该用 MySQL。",
         "不是MySQL，是PostgreSQL",
@@ -334,7 +379,7 @@ CORRECTIONS = [
     (
         "A:Use pandas for that.",
         "你理解错了，我要的是 Polars 版本",
-        "纠正：Polars 版本",
+        "纠正：我要的是 Polars 版本",
         "Use pandas for that",
     ),
 ]
@@ -350,6 +395,34 @@ def test_correction_records_fact_with_source_error_of_previous_assistant_turn(
     assert fact.category == "correction"
     assert fact.confidence == 0.95
     assert fact.source_error == source_error
+
+
+NOT_CORRECTIONS = [
+    "I said hello to my mom yesterday.",
+    "I meant to ask about Rust.",
+    "不是吧，这么贵？",
+    "不对吧，这么贵？",
+]
+
+
+@pytest.mark.parametrize("text", NOT_CORRECTIONS)
+def test_remark_opening_like_a_correction_is_not_one(extractor: RuleExtractor, text: str) -> None:
+    for signals in (Signals(), Signals(correction=True)):
+        facts = _facts(extractor, "A:Here you go.", text, signals=signals)
+        assert [f.content for f in facts if f.category == "correction"] == []
+
+
+def test_source_error_is_the_assistant_sentence_the_correction_talks_about(
+    extractor: RuleExtractor,
+) -> None:
+    assistant = (
+        "A:The model references updated_at, which is missing. Since you're on MySQL 8, "
+        "add the column."
+    )
+    user = "No, I meant the Postgres warehouse. We don't use MySQL at all."
+    (fact,) = _facts(extractor, assistant, user)
+    assert fact.content == "Correction: I meant the Postgres warehouse"
+    assert fact.source_error == "Since you're on MySQL 8, add the column"
 
 
 def test_correction_source_error_is_cut_to_200_characters(extractor: RuleExtractor) -> None:
@@ -390,7 +463,7 @@ def test_correction_mid_message_needs_the_signal_hint(extractor: RuleExtractor) 
     turns = ("A:Use MySQL here.", "Thanks for the help. No, I meant Postgres though.")
     assert _facts(extractor, *turns) == []
     hinted = _facts(extractor, *turns, signals=Signals(correction=True))
-    assert [f.content for f in hinted] == ["Correction: Postgres"]
+    assert [f.content for f in hinted] == ["Correction: I meant Postgres"]
 
 
 def test_signal_hint_alone_creates_no_correction(extractor: RuleExtractor) -> None:

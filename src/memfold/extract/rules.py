@@ -59,6 +59,60 @@ _QUOTED = re.compile(
 _SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|[。！？!?；;]+|\n+")
 _MARKUP = re.compile(r"\*\*|__|^#+\s*|^\s*[-*]\s+", re.MULTILINE)
 _QUESTION_END = re.compile(r"[?？]")
+_QUESTION_NEXT = re.compile(r"\s*[?？]")
+# Words a correction and the assistant sentence it corrects share ("MySQL", "Munich").
+_WORD = re.compile(r"[a-z0-9][a-z0-9+#.'-]*[a-z0-9+#]")
+_COMMON_WORDS = frozenset(
+    [
+        "the",
+        "and",
+        "not",
+        "but",
+        "for",
+        "with",
+        "that",
+        "this",
+        "then",
+        "than",
+        "you",
+        "your",
+        "you're",
+        "i'm",
+        "it's",
+        "was",
+        "are",
+        "were",
+        "have",
+        "has",
+        "had",
+        "use",
+        "all",
+        "any",
+        "can",
+        "will",
+        "would",
+        "should",
+        "what",
+        "which",
+        "who",
+        "how",
+        "why",
+        "when",
+        "where",
+        "there",
+        "here",
+        "from",
+        "into",
+        "just",
+        "also",
+        "only",
+        "very",
+        "more",
+        "most",
+        "some",
+        "such",
+    ]
+)
 _SPACES = re.compile(r"\s+")
 _CLAUSE_SPLIT = re.compile(r"\s*(?:[;；。\n]|\.(?=\s|$))\s*")
 _EDGE_PUNCT = "\"'`*_ \t,.;:!?，。；：！？、…~～()（）[]【】"
@@ -96,11 +150,24 @@ def _sentences(text: str) -> Iterator[tuple[str, bool]]:
         yield tail, False
 
 
-def _first_sentence(text: str) -> str | None:
-    """The assistant turn's first informative sentence ("Sure!" is skipped), cut to 200."""
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if len(w) > 2} - _COMMON_WORDS
+
+
+def _first_sentence(text: str, correction: str = "") -> str | None:
+    """What the assistant got wrong, cut to 200: the first of its sentences that shares a
+    word with the user's ``correction`` ("We don't use MySQL" → "Since you're on MySQL 8,
+    …"), else its first informative sentence ("Sure!" is skipped)."""
     found: list[str] = []
-    for sentence, _ in _sentences(_MARKUP.sub("", _without_code(text))):
-        short = _SPACES.sub(" ", sentence).strip()
+    sentences = [
+        _SPACES.sub(" ", sentence).strip()
+        for sentence, _ in _sentences(_MARKUP.sub("", _without_code(text)))
+    ]
+    wanted = _words(correction)
+    shared = [s for s in sentences if wanted & _words(s)] if wanted else []
+    if shared:
+        found.append(shared[0])
+    for short in () if shared else sentences:
         if _HAS_WORD.search(short):
             found.append(short)
             if len(short) >= 12 or (CJK.search(short) and len(short) >= 5):
@@ -172,14 +239,15 @@ class RuleExtractor:
         # A correction opens the message; with the capture-time hint, any sentence may.
         starts = [plain.lstrip()]
         if hinted:
-            starts.extend(s for s, _ in _sentences(plain))
+            starts.extend(s for s, question in _sentences(plain) if not question)
         for start in starts:
             for rule in self._correction_rules:
                 match = rule.regex.match(start)
-                if match:
+                # "不对吧，这么贵？" asks; it does not correct.
+                if match and not _QUESTION_NEXT.match(start, match.end()):
                     content = self._render(rule, match)
                     if content:
-                        source_error = _first_sentence(corrected) if corrected else None
+                        source_error = _first_sentence(corrected, plain) if corrected else None
                         yield _Hit(content, rule, source_error, False)
                         return
 
