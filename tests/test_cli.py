@@ -198,3 +198,46 @@ def test_console_script_runs_as_a_module_without_traceback(home):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith("memfold: error: no fact 'fact_nope'")
+
+
+@pytest.mark.parametrize(
+    ("bad_messages", "expected"),
+    [
+        ([{"role": "user", "content": 5}], "content must be a string"),
+        ([1, 2], "unsupported message of type int"),
+        ([{"role": "wizard", "content": "hi"}], "wizard"),
+    ],
+)
+def test_malformed_message_is_one_error_line_naming_it_and_stores_nothing(
+    capsys, home, tmp_path, bad_messages, expected
+):
+    good = {"thread_id": "t1", "user_id": "u", "messages": [
+        {"role": "user", "content": "I live in Lisbon."},
+        {"role": "assistant", "content": "Noted."}]}  # fmt: skip
+    bad = {"thread_id": "t2", "user_id": "u", "messages": bad_messages}
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    code, _, err = run(capsys, "--home", home, "ingest", str(path))
+    assert code == 2
+    assert f"{path}:2" in err
+    assert expected in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    _, out, _ = run(capsys, "--home", home, "--user", "u", "context")
+    assert "(memory is empty)" in out
+
+
+@pytest.mark.parametrize("field", ["user_id", "agent"])
+def test_empty_user_or_agent_in_a_later_line_stores_nothing(capsys, home, tmp_path, field):
+    good = {"thread_id": "t1", "user_id": "u", "messages": [
+        {"role": "user", "content": "I live in Lisbon."},
+        {"role": "assistant", "content": "Noted."}]}  # fmt: skip
+    bad = {**good, "thread_id": "t2", field: ""}
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    code, _, err = run(capsys, "--home", home, "ingest", str(path))
+    assert code == 2
+    assert f"{path}:2" in err
+    assert field in err
+    _, out, _ = run(capsys, "--home", home, "--user", "u", "context")
+    assert "(memory is empty)" in out

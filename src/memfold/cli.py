@@ -16,6 +16,7 @@ from typing import Any, NoReturn, TypedDict
 import click
 
 from memfold.config import MemoryConfig
+from memfold.conversation import capture
 from memfold.errors import MemfoldError
 from memfold.memory import Memory
 from memfold.model import HISTORY_SECTIONS, USER_SECTIONS, MemoryDocument
@@ -108,6 +109,12 @@ def _conversation(data: Any, where: str, default: _Options) -> _Conversation:
     for name, value in (("user_id", user_id), ("agent", agent)):
         if value is not None and not isinstance(value, str):
             raise ValueError(f"{where}: {name!r} must be a string or null")
+        if value == "":
+            raise ValueError(f"{where}: {name!r} must not be empty; use null for the default")
+    try:  # check every message's shape now, so a bad one stops the run before any commit
+        capture(messages)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
     return _Conversation(thread_id, user_id, agent, messages)
 
 
