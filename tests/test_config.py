@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from memfold.config import MemoryConfig, mask_secrets
@@ -88,3 +90,69 @@ def test_masked_config_hides_passwords_and_keys():
 def test_mask_secrets_handles_keyword_dsns_and_secret_keys():
     out = mask_secrets({"dsn": "host=db user=me password=hunter2", "api_token": "abc", "n": 1})
     assert out == {"dsn": "host=db user=me password=****", "api_token": "****", "n": 1}
+
+
+def test_env_sets_path_lists_from_commas_or_json():
+    commas = MemoryConfig.build(env={"MEMFOLD_RULE_PATTERN_FILES": "a.yaml, b.yaml"})
+    assert commas.rule_pattern_files == (Path("a.yaml"), Path("b.yaml"))
+    as_json = MemoryConfig.build(env={"MEMFOLD_RULE_PATTERN_FILES": '["x/c.yaml"]'})
+    assert as_json.rule_pattern_files == (Path("x/c.yaml"),)
+
+
+def test_home_and_pattern_files_expand_a_leading_tilde(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cfg = MemoryConfig.build(env={"MEMFOLD_HOME": "~/mem"}, rule_pattern_files=["~/rules.yaml"])
+    assert cfg.home == tmp_path / "mem"
+    assert cfg.rule_pattern_files == (tmp_path / "rules.yaml",)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"extraction_timeout_seconds": 0}, "must be greater than 0.0 and at most 3600.0"),
+        ({"llm": {"model": "m", "timeout_seconds": 0}}, "must be greater than 0.0 and at most"),
+    ],
+)
+def test_an_exclusive_bound_is_not_stated_as_allowed(overrides, message):
+    with pytest.raises(ConfigError) as info:
+        MemoryConfig.build(env={}, **overrides)
+    assert message in str(info.value)
+    assert "between 0.0" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"MEMFOLD_WORKERS": "four"}, "workers='four'"),
+        ({"MEMFOLD_MAX_INJECTION_TOKENS": "1e3"}, "max_injection_tokens='1e3'"),
+        ({"MEMFOLD_DEBOUNCE_SECONDS": "soon"}, "debounce_seconds='soon'"),
+    ],
+)
+def test_a_value_of_the_wrong_type_still_names_the_allowed_range(env, message):
+    with pytest.raises(ConfigError) as info:
+        MemoryConfig.build(env=env)
+    text = str(info.value)
+    assert message in text
+    assert "between" in text
+
+
+def test_invalid_yaml_is_reported_on_one_line_with_its_position(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("workers: 2\nqueue: [memory,\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        MemoryConfig.build(bad, env={})
+    text = str(info.value)
+    assert "\n" not in text
+    assert "not valid YAML" in text
+    assert "line " in text
+
+
+def test_mask_secrets_hides_a_url_password_that_contains_at_signs():
+    for dsn, password in [
+        ("redis://:p@ss@cache:6379/0", "p@ss"),
+        ("postgresql://me:a@b@c@db.internal/app?sslmode=require", "a@b@c"),
+    ]:
+        masked = mask_secrets(dsn, "dsn")
+        assert "@ss" not in masked
+        assert password not in masked
+        assert masked.endswith(dsn.rsplit("@", 1)[1])

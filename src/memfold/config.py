@@ -91,6 +91,16 @@ class MemoryConfig(BaseModel):
             "queue takes memory, sqlite or postgres; either takes 'package.module:Factory'"
         )
 
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @field_validator("rule_pattern_files", mode="after")
+    @classmethod
+    def _expand_files(cls, value: tuple[Path, ...]) -> tuple[Path, ...]:
+        return tuple(path.expanduser() for path in value)
+
     @field_validator("categories", "guaranteed_categories")
     @classmethod
     def _lower_categories(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -160,7 +170,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         loaded = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {exc}") from exc
+        raise ConfigError(f"config file {path} is not valid YAML: {_yaml_problem(exc)}") from exc
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
@@ -168,6 +178,18 @@ def _read_yaml(path: Path) -> dict[str, Any]:
             f"config file {path}: expected a mapping of keys, got {type(loaded).__name__}"
         )
     return loaded
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line: what is wrong and where (YAML's own message spans several lines)."""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    where = "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(f"{problem}{where}".split())
+
+
+#: Keys whose environment value is a list: JSON (``[...]``) or comma-separated.
+_LIST_KEYS = ("categories", "guaranteed_categories", "rule_pattern_files")
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
@@ -179,9 +201,13 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
         key = name[len(ENV_PREFIX) :].lower()
         if key not in fields:
             continue
-        if key == "llm" or key.endswith("categories"):
+        if key == "llm" or key in _LIST_KEYS:
             try:
-                out[key] = json.loads(raw) if raw.strip().startswith(("{", "[")) else raw.split(",")
+                out[key] = (
+                    json.loads(raw)
+                    if raw.strip().startswith(("{", "["))
+                    else [part.strip() for part in raw.split(",") if part.strip()]
+                )
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{name}: not valid JSON ({exc.msg})", key=key) from exc
         else:
@@ -197,7 +223,9 @@ def _first_key(exc: ValidationError) -> str | None:
 _RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
 
 
-def _bounds(loc: tuple[int | str, ...]) -> tuple[float, float] | None:
+def _allowed_range(loc: tuple[int | str, ...]) -> str | None:
+    """``between 1 and 64`` (or ``greater than 0.0 and at most 3600.0`` for an exclusive
+    bound) for a bounded key, else None."""
     model: type[BaseModel] = MemoryConfig
     if len(loc) == 2 and loc[0] == "llm":
         model, loc = LLMConfig, loc[1:]
@@ -205,10 +233,23 @@ def _bounds(loc: tuple[int | str, ...]) -> tuple[float, float] | None:
     if info is None:
         return None
     low = high = None
+    low_open = high_open = False
     for meta in info.metadata:
-        low = getattr(meta, "ge", getattr(meta, "gt", low))
-        high = getattr(meta, "le", getattr(meta, "lt", high))
-    return None if low is None or high is None else (low, high)
+        if getattr(meta, "ge", None) is not None:
+            low, low_open = meta.ge, False
+        elif getattr(meta, "gt", None) is not None:
+            low, low_open = meta.gt, True
+        if getattr(meta, "le", None) is not None:
+            high, high_open = meta.le, False
+        elif getattr(meta, "lt", None) is not None:
+            high, high_open = meta.lt, True
+    if low is None or high is None:
+        return None
+    if not (low_open or high_open):
+        return f"between {low} and {high}"
+    lower = f"greater than {low}" if low_open else f"at least {low}"
+    upper = f"less than {high}" if high_open else f"at most {high}"
+    return f"{lower} and {upper}"
 
 
 def _explain(exc: ValidationError) -> str:
@@ -216,11 +257,13 @@ def _explain(exc: ValidationError) -> str:
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"]) or "config"
         value = err.get("input")
-        bounds = _bounds(err["loc"])
-        if bounds is not None and err["type"] in _RANGE_ERRORS:
-            parts.append(f"{key}={value!r}: must be between {bounds[0]} and {bounds[1]}")
+        allowed = _allowed_range(err["loc"])
+        if allowed is not None and err["type"] in _RANGE_ERRORS:
+            parts.append(f"{key}={value!r}: must be {allowed}")
         elif err["type"] == "extra_forbidden":
             parts.append(f"{key}: unknown key; see the configuration table in the README")
+        elif allowed is not None:
+            parts.append(f"{key}={value!r}: {err['msg']}; must be a number {allowed}")
         else:
             parts.append(f"{key}={value!r}: {err['msg']}")
     return "; ".join(parts)
@@ -228,7 +271,10 @@ def _explain(exc: ValidationError) -> str:
 
 _SECRET_KEY = re.compile(r"(password|passwd|secret|token|api_key$|apikey)", re.IGNORECASE)
 # security: empty user (redis://:pw@), quoted values, pwd=/sslpassword= (issue 7)
-_URL_PASSWORD = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]+)(?=@)", re.I)
+# The password runs to the last "@" of the authority (an unencoded "@" in it is common).
+_URL_PASSWORD = re.compile(
+    r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>\S+?)(?=@[^@\s/?#]*(?:[/?#\s]|$))", re.I
+)
 _DSN_PASSWORD = re.compile(
     r"(?P<head>\b(?:ssl)?(?:password|passwd|pwd)\s*=\s*)(?P<pw>'[^']*'|\"[^\"]*\"|[^\s;&]+)", re.I
 )
