@@ -92,6 +92,10 @@ NOT_CORRECTIONS = [
     "别误会，我只是好奇",
     "这个错误怎么修复？",
     "你没有理解错",
+    # bug reports that open with "wrong" / "incorrect"
+    "Incorrect password error when logging in",
+    "Wrong number of arguments error in line 3",
+    "Incorrect results from the SUM query, any idea why",
 ]
 
 
@@ -173,6 +177,9 @@ NOT_REINFORCEMENTS = [
     "不就是这样吗？",
     "我不太满意",
     "ok",
+    # somebody else being right
+    "他说得对",
+    "我老板说得对，我们应该先写测试",
 ]
 
 

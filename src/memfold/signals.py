@@ -48,7 +48,8 @@ _CORRECTION_EN: Final = (
     # "no, I meant …", "I meant X, not Y", "not X — I meant Y": "I mean" only with a negation
     r"(?:^|[.!?\n]\s*)(?:no|nope|nah)\b[\s,.!—–-]*(?:what\s+)?i\s+mean[t]?\b",
     r"\bi\s+meant\b(?!\s+to\b)[^.!?\n]{1,80}?[,;]?\s*(?:not|instead\s+of|rather\s+than)\b",
-    r"(?:^|[.!?\n]\s*)(?:wrong|incorrect)\b",
+    # "Wrong, it's 42" / "Incorrect." — but not a bug report ("Incorrect password error")
+    r"(?:^|[.!?\n]\s*)(?:wrong|incorrect)(?=\s*(?:[,.!;:—–-]|$))",
 )
 
 _CORRECTION_ZH: Final = (
@@ -106,7 +107,8 @@ _REINFORCEMENT_EN: Final = (
 
 _REINFORCEMENT_ZH: Final = (
     r"完全正确|非常正确|回答正确|很正确",
-    r"(?:你)?说得(?:太|很|非常)?对(?![不吗么嘛])",
+    # "你说得对", "说得对！" — not somebody else being right ("他说得对")
+    r"(?:[你您]|^|(?<=[，。！？,.!?\s]))说得(?:太|很|非常)?对(?![不吗么嘛])",
     r"(?:就|正)是这样(?:的|子)?(?=$|[，。！？,.!~\s]|吧|啊|呀)|(?:就|正)是这个意思|就这样(?:做|写|办)",
     r"(?:这|这个)?(?:就|正|正好)是我(?:想要|要|需要|想)的",
     r"这就对了|没错[，,！!\s]*就是",
