@@ -129,6 +129,9 @@ CORRUPT = {
     ).encode(),
     "not_utf8": b'{"facts": "\xff\xfe"}',
     "empty_file": b"",
+    # json.loads accepts these, but no commit could write them back (strict JSON)
+    "nan_in_an_unknown_field": b'{"facts": [], "custom": NaN}',
+    "infinity_in_an_unknown_field": b'{"custom": {"x": [-Infinity]}}',
 }
 
 
@@ -278,6 +281,20 @@ def test_unwritable_home_raises_storage_error(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="cannot create or lock"):
         JsonFileStore(blocker).commit(Scope("a"), MemoryDocument(), expected_revision=0)
     assert blocker.read_text() == "not a folder"
+
+
+def test_file_system_without_locks_is_a_storage_error_naming_the_lock_file(
+    store: JsonFileStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_locks(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(jsonfile.fcntl, "flock", no_locks)
+    lock = store.folder(Scope("alice")) / ".lock"
+    with pytest.raises(StorageError, match=f"{lock}.*lock") as caught:
+        store.commit(Scope("alice"), MemoryDocument(), expected_revision=0)
+    assert isinstance(caught.value.__cause__, OSError)
+    assert not store.path(Scope("alice")).exists()
 
 
 # --- read cache --------------------------------------------------------------------------

@@ -112,3 +112,29 @@ def test_replicas_opening_a_fresh_database_together_migrate_once(postgres_dsn) -
     assert all(store.load(ALICE).revision == 1 for store in opened)
     for store in opened:
         store.close()
+
+
+def test_version_1_rows_keyed_by_a_long_or_mark_prefixed_id_are_rekeyed_on_open(
+    postgres_dsn,
+) -> None:
+    import psycopg
+
+    from memfold.store.postgres import PostgresStore
+
+    store = PostgresStore(postgres_dsn)
+    store.close()
+    marked, long_id = "\x01looks-hashed", "agent-" + "x" * 1200  # both storable in version 1
+    with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE memfold_schema SET version = 1 WHERE component = 'store'")
+        for user, agent in ((marked, None), ("alice", long_id)):
+            conn.execute(
+                "INSERT INTO memfold_documents (user_key, agent_key, user_id, agent, revision, "
+                "generation, document, updated_at) VALUES (%s, %s, %s, %s, 3, 1, %s, now())",
+                (user, agent or "", user, agent, '{"facts": []}'),
+            )
+    reopened = PostgresStore(postgres_dsn)
+    for scope in (Scope(marked), Scope("alice", long_id)):
+        assert (reopened.load(scope).revision, reopened.load(scope).generation) == (3, 1)
+        assert reopened.commit(scope, MemoryDocument(), expected_revision=3).revision == 4
+    assert set(reopened.scopes()) == {Scope(marked), Scope("alice", long_id)}
+    reopened.close()

@@ -26,9 +26,10 @@ def _fact(n: int) -> Fact:
 
 
 def test_schema_version_is_recorded(sql_backend) -> None:
-    sql_backend.open().close()
+    store = sql_backend.open()
+    store.close()
     rows = sql_backend.execute("SELECT component, version FROM memfold_schema", ())
-    assert rows == [("store", SqliteStore.schema_version())]
+    assert rows == [("store", type(store).schema_version())]
     assert SqliteStore.schema_version() >= 1
 
 
@@ -46,10 +47,11 @@ def test_database_from_a_newer_memfold_is_refused_and_left_alone(sql_backend) ->
     store = sql_backend.open()
     store.commit(ALICE, MemoryDocument(facts=(_fact(1),)), expected_revision=0)
     store.close()
+    known = type(store).schema_version()
     sql_backend.execute("UPDATE memfold_schema SET version = 99 WHERE component = 'store'", ())
     with pytest.raises(SchemaTooNewError, match=r"schema version 99.*upgrade memfold") as caught:
         sql_backend.open()
-    assert (caught.value.found, caught.value.known) == (99, SqliteStore.schema_version())
+    assert (caught.value.found, caught.value.known) == (99, known)
     assert sql_backend.execute("SELECT version FROM memfold_schema", ()) == [(99,)]
     assert sql_backend.execute("SELECT revision FROM memfold_documents", ()) == [(1,)]
 
@@ -60,6 +62,7 @@ def test_database_from_a_newer_memfold_is_refused_and_left_alone(sql_backend) ->
         ('{"facts": [', "not valid JSON"),
         ("[1, 2]", "not an object"),
         ('{"facts": 5}', "facts"),
+        ('{"custom": NaN}', "NaN"),
     ],
 )
 def test_corrupt_row_raises_naming_table_and_scope_and_is_never_overwritten(
@@ -201,6 +204,55 @@ def test_sqlite_file_that_is_not_a_database_raises_storage_error(tmp_path: Path)
     with pytest.raises(StorageError, match=r"memfold\.sqlite3"):
         SqliteStore(path)
     assert path.read_bytes().startswith(b"this is not a database")
+
+
+def test_opening_waits_for_a_writer_holding_the_rollback_journal_instead_of_failing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Several processes creating the database together: one is still writing in the
+    # default rollback-journal mode when another asks for WAL. SQLite answers that
+    # "database is locked" at once, without running the busy handler.
+    import sqlite3
+
+    path = tmp_path / "memfold.sqlite3"
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("CREATE TABLE other_tool (x)")
+    pauses: list[float] = []
+
+    def pause(seconds: float) -> None:  # the store backs off: let the writer finish then
+        pauses.append(seconds)
+        if writer.in_transaction:
+            writer.execute("COMMIT")
+
+    monkeypatch.setattr("memfold.store.sqlite._sleep", pause)
+    store = SqliteStore(path, busy_timeout_seconds=5)
+    writer.close()
+    assert pauses != []
+    assert store.commit(Scope("a"), MemoryDocument(), expected_revision=0).revision == 1
+    store.close()
+
+
+def test_wal_switch_that_stays_locked_gives_up_after_the_busy_timeout_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "memfold.sqlite3"
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("CREATE TABLE other_tool (x)")
+    now = [0.0]
+
+    def pause(seconds: float) -> None:
+        now[0] += seconds
+
+    monkeypatch.setattr("memfold.store.sqlite._sleep", pause)
+    monkeypatch.setattr("memfold.store.sqlite._monotonic", lambda: now[0])
+    with pytest.raises(StorageError, match=r"memfold\.sqlite3.*locked"):
+        SqliteStore(path, busy_timeout_seconds=2)
+    assert 2 <= now[0] < 3
+    writer.close()
 
 
 @pytest.mark.parametrize("kwargs", [{"busy_timeout_seconds": 0}, {"max_idle_connections": -1}])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import threading
 
 import pytest
@@ -183,6 +184,37 @@ def test_scopes_lists_every_stored_scope_with_its_exact_ids(store: MemoryStore) 
         store.commit(scope, MemoryDocument(facts=(_fact(1),)), expected_revision=0)
     store.load(Scope("loaded-but-never-written"))
     assert set(store.scopes()) == wanted
+
+
+def _incompressible(length: int, seed: str) -> str:
+    """Text PostgreSQL cannot shrink by compressing it (unlike ``"u" * 3000``)."""
+    chunks = (hashlib.sha256(f"{seed}{i}".encode()).hexdigest() for i in range(length // 64 + 1))
+    return "".join(chunks)[:length]
+
+
+def test_very_long_ids_and_ids_that_look_like_hashed_keys_stay_distinct(
+    store: MemoryStore,
+) -> None:
+    # PostgreSQL cannot index a key of more than ~2700 bytes; an id that long is still valid
+    long_user = _incompressible(3000, "user")
+    long_agent = "智" + _incompressible(1500, "agent")
+    lookalike = "\x01" + hashlib.sha256(long_user.encode("utf-8")).hexdigest()
+    wanted = [
+        Scope(long_user),
+        Scope(long_user, long_agent),
+        Scope("alice", long_agent),
+        Scope(lookalike),
+        Scope("\x01", "\x01"),
+        Scope(long_user + "x"),
+    ]
+    for n, scope in enumerate(wanted):
+        store.commit(scope, MemoryDocument(facts=(_fact(n),)), expected_revision=0)
+    for n, scope in enumerate(wanted):
+        assert store.load(scope).facts == (_fact(n),)
+    store.clear(Scope(long_user, long_agent))
+    assert store.load(Scope(long_user, long_agent)).generation == 1
+    assert store.load(Scope(long_user)).facts == (_fact(0),)
+    assert sorted(store.scopes(), key=repr) == sorted(wanted, key=repr)
 
 
 def test_cleared_scope_is_still_listed(store: MemoryStore) -> None:

@@ -2,7 +2,10 @@
 
 One row per scope in ``memfold_documents``::
 
-    user_key, agent_key   '' for None (ids are never empty), the primary key
+    user_key, agent_key   the primary key: '' for None (ids are never empty), else the id;
+                          on dialects with ``key_limit_bytes``, an id longer than that or
+                          starting with ``HASHED_KEY_MARK`` is keyed by the mark plus its
+                          SHA-256 in hex (a raw key never starts with the mark)
     user_id, agent        the exact ids (NULL for None), for people reading the table
     revision, generation  authoritative; they override the copies inside ``document``
     document              ``document_to_dict`` as JSON text, byte for byte what was written
@@ -24,6 +27,7 @@ supply connections, transactions, the placeholder and the DDL.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -32,10 +36,11 @@ from typing import Any, ClassVar
 from memfold.errors import ConflictError, CorruptMemoryError, StorageError
 from memfold.model import DocumentError, MemoryDocument, Scope, document_from_dict, document_to_dict
 from memfold.store._ids import validate_id
-from memfold.store.base import check_commit_args
+from memfold.store.base import check_commit_args, loads_strict_json
 
 __all__ = [
     "DOCUMENTS_TABLE",
+    "HASHED_KEY_MARK",
     "SCHEMA_COMPONENT",
     "SCHEMA_TABLE",
     "BaseSqlStore",
@@ -46,6 +51,8 @@ __all__ = [
 DOCUMENTS_TABLE = "memfold_documents"
 SCHEMA_TABLE = "memfold_schema"
 SCHEMA_COMPONENT = "store"
+#: First character of a hashed key column value (see the module doc).
+HASHED_KEY_MARK = "\x01"
 _EMPTY = MemoryDocument()
 
 
@@ -74,14 +81,6 @@ class SchemaTooNewError(StorageError):
         self.known = known
 
 
-def _keys(scope: Scope) -> tuple[str, str]:
-    if not isinstance(scope, Scope):
-        raise TypeError(f"scope must be a Scope, got {type(scope).__name__}")
-    user = "" if scope.user_id is None else validate_id(scope.user_id, "user_id")
-    agent = "" if scope.agent is None else validate_id(scope.agent, "agent")
-    return user, agent
-
-
 class BaseSqlStore:
     """A :class:`~memfold.store.base.MemoryStore` over one SQL table; see the module doc.
 
@@ -96,6 +95,8 @@ class BaseSqlStore:
     now_sql: ClassVar[str] = "CURRENT_TIMESTAMP"
     #: ``migrations[v]`` turns schema version ``v`` into ``v + 1``.
     migrations: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    #: Longest id (UTF-8 bytes) used as a key column value as it is; None: no limit.
+    key_limit_bytes: ClassVar[int | None] = None
     #: Low-level errors to translate into :class:`StorageError`.
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = ()
 
@@ -127,6 +128,22 @@ class BaseSqlStore:
 
     def _q(self, sql: str) -> str:
         return sql if self.placeholder == "?" else sql.replace("?", self.placeholder)
+
+    def _key(self, value: str, what: str) -> str:
+        validate_id(value, what)
+        limit = self.key_limit_bytes
+        if limit is None or (
+            not value.startswith(HASHED_KEY_MARK) and len(value.encode("utf-8")) <= limit
+        ):
+            return value
+        return HASHED_KEY_MARK + hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+    def _keys(self, scope: Scope) -> tuple[str, str]:
+        if not isinstance(scope, Scope):
+            raise TypeError(f"scope must be a Scope, got {type(scope).__name__}")
+        user = "" if scope.user_id is None else self._key(scope.user_id, "user_id")
+        agent = "" if scope.agent is None else self._key(scope.agent, "agent")
+        return user, agent
 
     def _run(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
         return conn.execute(self._q(sql), tuple(params))
@@ -175,7 +192,7 @@ class BaseSqlStore:
     def _parse(self, scope: Scope, revision: int, generation: int, text: Any) -> MemoryDocument:
         where = f"in table {DOCUMENTS_TABLE} of {self.location} for {scope}"
         try:
-            data = json.loads(text)
+            data = loads_strict_json(text)
         except (TypeError, ValueError) as exc:
             raise CorruptRowError(where, f"document is not valid JSON ({exc})") from exc
         except RecursionError as exc:
@@ -254,7 +271,7 @@ class BaseSqlStore:
             StorageError: the database cannot be read.
             TypeError, ValueError: an id is invalid.
         """
-        keys = _keys(scope)
+        keys = self._keys(scope)
         try:
             with self._connection() as conn:
                 row = self._select(conn, keys, lock=False)
@@ -279,7 +296,7 @@ class BaseSqlStore:
             TypeError, ValueError: bad arguments or ids.
         """
         expected = check_commit_args(document, expected_revision)
-        keys = _keys(scope)
+        keys = self._keys(scope)
         try:
             with self._connection() as conn, self._write_transaction(conn):
                 row = self._select(conn, keys, lock=True)
@@ -302,7 +319,7 @@ class BaseSqlStore:
             CorruptMemoryError: the stored row does not parse; nothing was written.
             StorageError: the write failed; the previous version is intact.
         """
-        keys = _keys(scope)
+        keys = self._keys(scope)
         for _ in range(3):  # only a PostgreSQL insert race can make this loop
             try:
                 with self._connection() as conn, self._write_transaction(conn):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from memfold.model import MemoryDocument, Scope
 
@@ -74,3 +75,18 @@ def check_commit_args(document: object, expected_revision: object) -> int:
             "of the document you loaded"
         )
     return expected_revision
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (only Python writes it)")
+
+
+def loads_strict_json(raw: str | bytes) -> Any:
+    """``json.loads`` that refuses ``NaN`` and ``Infinity``, which no commit could write
+    back: a stored document holding them must fail to load, not later fail to save.
+
+    Raises:
+        ValueError: the text is not strict JSON (``json.JSONDecodeError`` included).
+        RecursionError: it is nested too deeply.
+    """
+    return json.loads(raw, parse_constant=_reject_constant)

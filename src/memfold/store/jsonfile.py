@@ -42,7 +42,7 @@ from memfold.model import (
     document_to_dict,
 )
 from memfold.store._ids import DEFAULT_USER_DIR, encode_id
-from memfold.store.base import check_commit_args
+from memfold.store.base import check_commit_args, loads_strict_json
 
 __all__ = ["JsonFileStore"]
 
@@ -304,12 +304,14 @@ class JsonFileStore:
     @staticmethod
     def _parse(path: Path, raw: bytes) -> MemoryDocument:
         try:
-            data = json.loads(raw)
+            data = loads_strict_json(raw)
         except UnicodeDecodeError as exc:
             raise CorruptMemoryError(str(path), f"not UTF-8 text ({exc.reason})") from exc
         except json.JSONDecodeError as exc:
             reason = f"invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
             raise CorruptMemoryError(str(path), reason) from exc
+        except ValueError as exc:
+            raise CorruptMemoryError(str(path), f"invalid JSON: {exc}") from exc
         except RecursionError as exc:
             raise CorruptMemoryError(str(path), "JSON nested too deeply") from exc
         try:
@@ -338,7 +340,13 @@ class JsonFileStore:
                     "is writable"
                 ) from exc
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+                except OSError as exc:
+                    raise StorageError(
+                        f"cannot lock {folder / LOCK_FILE}: {exc.strerror}; memfold needs a "
+                        "file system with flock (not every network file system has it)"
+                    ) from exc
                 yield
             finally:
                 os.close(fd)  # closing releases the flock

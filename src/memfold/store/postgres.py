@@ -3,8 +3,10 @@
 psycopg 3 with a ``psycopg_pool.ConnectionPool`` (autocommit connections; writes open
 an explicit transaction and hold the scope's row with ``SELECT … FOR UPDATE``; the first
 write of a scope is ``INSERT … ON CONFLICT DO NOTHING``, and losing that race is a
-:class:`~memfold.errors.ConflictError`). Migrations take a transaction-scoped advisory
-lock, so replicas starting together do not race on ``CREATE TABLE``.
+:class:`~memfold.errors.ConflictError`). An id longer than 1,000 bytes is keyed by its
+SHA-256, since a btree index entry cannot exceed ~2,700 bytes. Migrations take a
+transaction-scoped advisory lock, so replicas starting together do not race on
+``CREATE TABLE``.
 """
 
 from __future__ import annotations
@@ -24,12 +26,23 @@ __all__ = ["PostgresStore"]
 #: ``pg_advisory_xact_lock`` key of schema migrations ("memfold" in ASCII, as a bigint).
 _MIGRATION_LOCK = 0x6D656D666F6C64
 
+#: A btree index entry holds at most ~2700 bytes, both key columns together: longer ids
+#: are keyed by their hash (``BaseSqlStore.key_limit_bytes``).
+_KEY_LIMIT_BYTES = 1000
+
 _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
         f"CREATE TABLE {DOCUMENTS_TABLE} ("
         "user_key TEXT NOT NULL, agent_key TEXT NOT NULL, user_id TEXT, agent TEXT, "
         "revision BIGINT NOT NULL, generation BIGINT NOT NULL, document TEXT NOT NULL, "
         "updated_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (user_key, agent_key))",
+    ),
+    # 2: ids over _KEY_LIMIT_BYTES (or starting with the mark) are keyed by their hash
+    tuple(
+        f"UPDATE {DOCUMENTS_TABLE} SET {column} = chr(1) || "  # noqa: S608 (constants only)
+        f"encode(sha256(convert_to({column}, 'UTF8')), 'hex') "
+        f"WHERE octet_length({column}) > {_KEY_LIMIT_BYTES} OR left({column}, 1) = chr(1)"
+        for column in ("user_key", "agent_key")
     ),
 )
 
@@ -51,6 +64,7 @@ class PostgresStore(BaseSqlStore):
     placeholder = "%s"
     lock_suffix = " FOR UPDATE"
     now_sql = "now()"
+    key_limit_bytes = _KEY_LIMIT_BYTES
     migrations = _MIGRATIONS
     driver_errors = (psycopg.Error,)
 

@@ -15,6 +15,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +25,10 @@ from memfold.store._sql import DOCUMENTS_TABLE, BaseSqlStore
 __all__ = ["DATABASE_FILE", "SqliteStore"]
 
 DATABASE_FILE = "memfold.sqlite3"
+
+# Module-level so tests can drive the WAL-switch back-off without waiting.
+_sleep = time.sleep
+_monotonic = time.monotonic
 
 _MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (
@@ -93,12 +98,31 @@ class SqliteStore(BaseSqlStore):
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._switch_to_wal(conn)
             conn.execute("PRAGMA synchronous = FULL")
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _switch_to_wal(self, conn: sqlite3.Connection) -> None:
+        """Set WAL mode, waiting up to the busy timeout for other writers.
+
+        While another connection writes in rollback-journal mode (a process still creating
+        the file), SQLite refuses the switch at once, without its busy handler; so retry.
+        """
+        deadline = _monotonic() + self._timeout
+        pause = 0.005
+        while True:
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                busy = exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+                if not busy or _monotonic() >= deadline:
+                    raise
+            _sleep(pause)
+            pause = min(pause * 2, 0.1)
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
