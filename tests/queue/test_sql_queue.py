@@ -420,6 +420,26 @@ def lease_expiry(queue: SqlQueue, key: JobKey) -> float:
     return -1.0 if row is None or row[0] is None else float(row[0])
 
 
+def test_unreadable_payload_is_dropped_naming_the_key_and_the_scope_goes_on(
+    make_queue: Maker, caplog: pytest.LogCaptureFixture
+) -> None:
+    queue, rec, _ = setup(make_queue, debounce_seconds=0)
+    queue.add(A, msgs("a", "b"))
+    queue.add(A2, msgs("c", "d"))
+    with queue._transaction() as tx:  # e.g. written by a newer memfold, or edited by hand
+        tx.execute(
+            "UPDATE memfold_jobs SET payload = ? WHERE key_hash = ?",
+            ('{"messages": [{"role": "system", "content": "x"}]}', key_hash(A)),
+        )
+    with caplog.at_level(logging.ERROR, logger="memfold.queue"):
+        assert queue.run_due() == 1
+    assert [j.key for j in rec.jobs] == [A2]
+    status = queue.status()
+    assert (status.pending, status.in_flight, status.dropped) == (0, 0, 1)
+    assert "thread 't1', user 'alice'" in caplog.text
+    assert "unknown role 'system'" in caplog.text
+
+
 # --- flush, close, restart, workers --------------------------------------------------
 
 

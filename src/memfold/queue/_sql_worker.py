@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from memfold.queue._common import (
+    MAX_ERROR_CHARS,
     WARN_INTERVAL_SECONDS,
     QueueCore,
     RateLimitedWarning,
@@ -26,7 +27,7 @@ from memfold.queue._common import (
     log_failure,
 )
 from memfold.queue._payload import Payload, decode_payload, encode_payload
-from memfold.queue.base import Job, describe_key
+from memfold.queue.base import Job, JobKey, describe_key
 from memfold.watermark import merge_messages
 
 __all__ = ["Claim", "Cursor", "SqlWorker", "Tx", "claimed_version"]
@@ -132,30 +133,40 @@ class SqlWorker(QueueCore):
         with self._transaction() as tx:
             self._fast_commit(tx)
             self._claim_lock(tx)
-            row = tx.execute(
-                f"SELECT {_COLUMNS} FROM memfold_jobs AS j WHERE j.due_at <= ? "  # noqa: S608 - only module constants are interpolated
-                "AND (j.lease_expires_at IS NULL OR j.lease_expires_at < ?) "
-                "AND NOT EXISTS (SELECT 1 FROM memfold_jobs AS o WHERE o.scope_hash = "
-                "j.scope_hash AND o.key_hash <> j.key_hash AND o.lease_expires_at >= ?) "
-                f"ORDER BY j.due_at LIMIT 1{self.skip_locked}",
-                (now, now, now),
-            ).fetchone()
-            if row is None:
-                nxt = tx.execute(
-                    "SELECT MIN(due_at) FROM memfold_jobs "
-                    "WHERE lease_expires_at IS NULL OR lease_expires_at < ?",
-                    (now,),
-                ).fetchone()[0]
-                return None, None if nxt is None else float(nxt)
-            khash, thread_id, user_id, agent, raw, version, first_added, attempts = row
-            owner = f"{self._instance}-{uuid.uuid4().hex[:12]}@{int(version)}"
-            tx.execute(
-                "UPDATE memfold_jobs SET lease_owner = ?, lease_expires_at = ? WHERE key_hash = ?",
-                (owner, now + self._lease, khash),
-            )
-        payload = decode_payload(raw)
+            while True:
+                row = tx.execute(
+                    f"SELECT {_COLUMNS} FROM memfold_jobs AS j WHERE j.due_at <= ? "  # noqa: S608 - only module constants are interpolated
+                    "AND (j.lease_expires_at IS NULL OR j.lease_expires_at < ?) "
+                    "AND NOT EXISTS (SELECT 1 FROM memfold_jobs AS o WHERE o.scope_hash = "
+                    "j.scope_hash AND o.key_hash <> j.key_hash AND o.lease_expires_at >= ?) "
+                    f"ORDER BY j.due_at LIMIT 1{self.skip_locked}",
+                    (now, now, now),
+                ).fetchone()
+                if row is None:
+                    nxt = tx.execute(
+                        "SELECT MIN(due_at) FROM memfold_jobs "
+                        "WHERE lease_expires_at IS NULL OR lease_expires_at < ?",
+                        (now,),
+                    ).fetchone()[0]
+                    return None, None if nxt is None else float(nxt)
+                khash, thread_id, user_id, agent, raw, version, first_added, attempts = row
+                key = (str(thread_id), user_id, agent)
+                try:
+                    payload = decode_payload(raw)
+                except ValueError as exc:
+                    # leased and failing forever, it would also starve its scope's other
+                    # threads: drop it, loudly, and look for the next due row
+                    self._drop_unreadable(tx, key, str(khash), exc)
+                    continue
+                owner = f"{self._instance}-{uuid.uuid4().hex[:12]}@{int(version)}"
+                tx.execute(
+                    "UPDATE memfold_jobs SET lease_owner = ?, lease_expires_at = ? "
+                    "WHERE key_hash = ?",
+                    (owner, now + self._lease, khash),
+                )
+                break
         job = Job(
-            (str(thread_id), user_id, agent),
+            key,
             payload.messages,
             payload.signals,
             attempt=int(attempts) + 1,
@@ -163,6 +174,18 @@ class SqlWorker(QueueCore):
             urgent=payload.urgent,
         )
         return Claim(job, str(khash), int(version), owner), None
+
+    def _drop_unreadable(self, tx: Tx, key: JobKey, khash: str, error: ValueError) -> None:
+        tx.execute("DELETE FROM memfold_jobs WHERE key_hash = ?", (khash,))
+        with self._cond:
+            self._counters.dropped += 1
+            self._counters.last_error = f"{describe_key(key)}: {error}"[:MAX_ERROR_CHARS]
+        logger.error(
+            "memfold queue: the queued update for %s cannot be read (%s); dropped. The "
+            "watermark did not move, so the thread's next record sends these messages again",
+            describe_key(key),
+            error,
+        )
 
     def _execute(self, claim: Claim) -> None:
         """Run one claimed job with no transaction open, then record its outcome."""
