@@ -244,6 +244,17 @@ def test_empty_or_nul_ids_are_rejected(store: MemoryStore, bad: str) -> None:
         store.commit(Scope("alice", bad), MemoryDocument(), expected_revision=0)
 
 
+@pytest.mark.parametrize("bad", ["alice", ("alice", None), None])
+def test_a_scope_that_is_not_a_scope_is_a_type_error(store: MemoryStore, bad: object) -> None:
+    with pytest.raises(TypeError, match="Scope"):
+        store.load(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Scope"):
+        store.commit(bad, MemoryDocument(), expected_revision=0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Scope"):
+        store.clear(bad)  # type: ignore[arg-type]
+    assert list(store.scopes()) == []
+
+
 def test_eight_threads_with_reload_and_retry_lose_no_update(store: MemoryStore) -> None:
     per_thread = 5
     errors: list[BaseException] = []

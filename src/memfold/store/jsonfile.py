@@ -156,8 +156,11 @@ class JsonFileStore:
         """The folder that holds ``scope``'s files (it may not exist yet).
 
         Raises:
-            TypeError, ValueError: an id is not a non-empty string without NUL.
+            TypeError: ``scope`` is not a :class:`Scope`, or an id is not a string.
+            ValueError: an id is empty or contains NUL.
         """
+        if not isinstance(scope, Scope):
+            raise TypeError(f"scope must be a Scope, got {type(scope).__name__}")
         user = DEFAULT_USER_DIR if scope.user_id is None else encode_id(scope.user_id, "user_id")
         folder = self._users / user
         if scope.agent is not None:
