@@ -346,6 +346,8 @@ def _may_split_differently(text: str) -> bool:
         return False
     if _bmp_unassigned().search(text) is not None:
         return True
+    if max(text) < "\U00010000":
+        return False
     return any(unicodedata.category(char) == "Cn" for char in _ASTRAL.findall(text))
 
 
