@@ -149,13 +149,27 @@ def _password_value(text: str) -> bool:
     return len(value) >= 4 and value.casefold() not in _NOT_A_PASSWORD
 
 
-_CODE_VALUE = re.compile(r"[(\[{$<%]|^[A-Za-z_]\w*\.[A-Za-z_][\w.]*$")
+# A reference to a value rather than the value: ``${VAR}``, ``$VAR``, ``{{ var }}``,
+# ``<placeholder>``, ``%(name)s``. Passwords often hold ``$``, ``<`` or ``%`` themselves, so
+# only a whole value of one of these shapes counts.
+_PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_]\w*\}?|\{\{.*\}\}|\{[A-Za-z_]\w*\}|<[^<>]*>|%\(\w+\)s")
+# Code: a call or subscript (``get()``, ``os.environ['X']``) or a dotted name.
+_CODE_VALUE = re.compile(r"[A-Za-z_][\w.]*[(\[].*|[A-Za-z_]\w*\.[A-Za-z_][\w.]*")
 
 
 def _assigned_password(text: str) -> bool:
     """``password=…``/``password: …`` with a literal, not code (``password=get()``)."""
     value = text.strip("\"'")
-    return _password_value(value) and _CODE_VALUE.search(value) is None
+    return (
+        _password_value(value)
+        and _CODE_VALUE.fullmatch(value) is None
+        and _PLACEHOLDER.fullmatch(value) is None
+    )
+
+
+def _stated_password(text: str) -> bool:
+    """``my password is …`` or ``password: …`` with a value, not a placeholder."""
+    return _password_value(text) and _PLACEHOLDER.fullmatch(text.strip("\"'`“”‘’")) is None
 
 
 def _cjk_password_value(text: str) -> bool:
@@ -269,8 +283,10 @@ _SECRETS: tuple[_Detector, ...] = (
     _Detector(
         "password",
         re.compile(
-            r"\b(?:password|passwd|pwd|pass)[\"']?\s*[=:]\s*"
-            r"(?P<v>'[^'\n]+'|\"[^\"\n]+\"|[^\s;,&'\"]+)",
+            # also env-style names: PGPASSWORD, MYSQL_ROOT_PASSWORD, DB_PASS, redis.password
+            r"(?<![A-Za-z0-9_.\-])(?:[A-Za-z0-9]*[_.\-])*(?:[A-Za-z]*(?:password|passwd|pwd)|pass)"
+            r"[\"']?\s*[=:]\s*"
+            r"(?P<v>'[^'\n]+'|\"[^\"\n]+\"|<[^<>\n]*>(?=[\s;,&]|$)|[^\s;,&'\"]+)",
             re.IGNORECASE | re.ASCII,
         ),
         "v",
@@ -289,7 +305,7 @@ _SECRETS: tuple[_Detector, ...] = (
             re.IGNORECASE | re.ASCII,
         ),
         "v",
-        _password_value,
+        _stated_password,
         hints=("pass", "pwd", "pin"),
         lower=True,
     ),

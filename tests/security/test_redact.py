@@ -66,6 +66,41 @@ def test_talk_about_passwords_is_not_redacted(text: str) -> None:
     assert Redactor().findings(text) == []
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("MYSQL_ROOT_PASSWORD=rootpw123", "MYSQL_ROOT_PASSWORD=[REDACTED:password]"),
+        ("export PGPASSWORD=s3cretpw", "export PGPASSWORD=[REDACTED:password]"),
+        ("DB_PASS=supersecret1 DB_HOST=db", "DB_PASS=[REDACTED:password] DB_HOST=db"),
+        ('POSTGRES_PASSWORD: "hunter22"', "POSTGRES_PASSWORD: [REDACTED:password]"),
+        ("redis.password=hunter22", "redis.password=[REDACTED:password]"),
+        ("password=pa$$w0rd", "password=[REDACTED:password]"),
+        ("password=<secret123>x", "password=[REDACTED:password]"),
+    ],
+)
+def test_passwords_assigned_to_env_style_names_or_holding_symbols_are_redacted(
+    text: str, expected: str
+) -> None:
+    assert Redactor().redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "bypass=12345678",
+        "max_password_length=12",
+        "password_hash=abcdef123",
+        "password=os.environ['DB_PASSWORD']",
+        "DB_PASSWORD=${DB_PASSWORD}",
+        'password: "${DB_PASSWORD}"',
+        "password: {{ vault_db_password }}",
+        "PASSWORD=<your password>",
+    ],
+)
+def test_names_and_placeholders_near_password_keys_are_not_redacted(text: str) -> None:
+    assert Redactor().findings(text) == []
+
+
 def test_luhn_valid_card_numbers_are_redacted_in_any_usual_grouping() -> None:
     redactor = Redactor()
     for card in ("4111 1111 1111 1111", "4111-1111-1111-1111", "4111111111111111"):
