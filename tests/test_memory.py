@@ -277,6 +277,9 @@ class FailingCloseQueue:
     def run_due(self, now=None):
         return 0
 
+    def discard(self, scope):
+        return ()
+
 
 def test_close_releases_the_store_even_when_the_queue_fails_to_close(tmp_path):
     store = ClosingStore()
@@ -340,3 +343,34 @@ def test_injected_store_and_clock_are_used(tmp_path):
         fact = mem.add_fact("Uses vim", user_id="alice")
     assert fact.created_at == "2026-11-30T12:00:00Z"
     assert store.load(Scope("alice")).facts
+
+
+def test_turns_of_an_update_fenced_by_clear_are_not_learned_again(tmp_path):
+    holder: dict[str, Memory] = {}
+    spy = SpyExtractor(on_propose=lambda req: holder["mem"].clear(user_id="alice"))
+    with make_memory(tmp_path, extractor=spy) as mem:
+        holder["mem"] = mem
+        assert mem.update(ALICE[:2], thread_id="t1", user_id="alice").skipped == (
+            "cleared during update"
+        )
+        spy.on_propose = None
+        mem.update(ALICE, thread_id="t1", user_id="alice")  # the thread goes on
+    assert [m.content for m in spy.requests[-1].messages] == [m["content"] for m in ALICE[1:]]
+
+
+@pytest.mark.parametrize("queue", ["memory", "sqlite"])
+def test_clear_drops_waiting_updates_and_forgets_their_turns(tmp_path, queue):
+    spy = SpyExtractor()
+    config = MemoryConfig(home=tmp_path / "home", queue=queue)
+    with Memory(config, extractor=spy, start_workers=False) as mem:
+        assert mem.record(ALICE[:2], thread_id="t1", user_id="alice")
+        assert mem.record(ALICE[:2], thread_id="t9", user_id="bob")
+        mem.clear(user_id="alice")
+        assert mem.flush(timeout=10)
+        assert mem.get(user_id="alice").facts == ()
+        assert [r.thread_id for r in spy.requests] == ["t9"]  # bob's update still ran
+        mem.record(ALICE, thread_id="t1", user_id="alice")
+        assert mem.flush(timeout=10)
+    sent = [m.content for m in spy.requests[-1].messages]
+    assert ALICE[0]["content"] not in sent  # said before the clear: forgotten, not re-learned
+    assert ALICE[2]["content"] in sent

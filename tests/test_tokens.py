@@ -86,7 +86,9 @@ def test_fast_counts_agree_with_tiktoken_on_any_text(text: str):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.text(max_size=200))
+# Code points this Python's Unicode calls unassigned are split differently by quicktok's
+# newer Unicode (see the test below, which covers them); compare the tables elsewhere.
+@given(st.text(alphabet=st.characters(exclude_categories=("Cn", "Cs")), max_size=200))
 def test_counts_agree_with_an_independent_bpe_implementation(text: str):
     for name in ENCODINGS:
         expected = len(quicktok.get_encoding(name).encode_ordinary(text))

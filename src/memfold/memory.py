@@ -350,9 +350,18 @@ class Memory:
         self._edit(scope, lambda doc: (edits.delete_fact(doc, fact_id, scope=scope), None))
 
     def clear(self, *, user_id: str | None = None, agent: str | None = None) -> None:
-        """Forget everything in one scope; updates already in flight are discarded."""
+        """Forget everything in one scope, including what was said before the clear.
+
+        Updates waiting in the queue are dropped and one already running is discarded;
+        their turns are marked seen, so a thread that goes on is not re-learned from them.
+        """
         scope = Scope(user_id, agent)
+        dropped = () if self._queue is None else self._queue.discard(scope)
         self._store.clear(scope)
+        for job in dropped:
+            retry_on_conflict(
+                functools.partial(self._updater.mark_seen, scope, job.thread_id, job.messages)
+            )
 
     def import_document(
         self, data: Mapping[str, Any], /, *, user_id: str | None = None, agent: str | None = None

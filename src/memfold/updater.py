@@ -110,8 +110,9 @@ class Updater:
             current = fresh.pop() if fresh else self._store.load(scope)
             if current.generation != generation:
                 logger.info("update for %s discarded: memory was cleared meanwhile", scope)
+                revision = self.mark_seen(scope, thread_id, messages, current)
                 return UpdateResult(
-                    scope, thread_id, current.revision, False, usage=extraction.usage,
+                    scope, thread_id, revision, False, usage=extraction.usage,
                     messages_sent=len(new), skipped="cleared during update",
                 )  # fmt: skip
             now = self._now()
@@ -140,6 +141,30 @@ class Updater:
             )  # fmt: skip
 
         return retry_on_conflict(attempt)
+
+    def mark_seen(
+        self,
+        scope: Scope,
+        thread_id: str,
+        messages: Sequence[Message],
+        document: MemoryDocument | None = None,
+    ) -> int:
+        """Move the thread's watermark past ``messages`` without learning from them.
+
+        Turns said before a ``clear`` are forgotten with it: without this, the thread's
+        next update would send them again and re-learn what the user asked to forget.
+        Returns the scope's revision afterwards.
+
+        Raises:
+            ConflictError: the commit raced (callers retry through ``retry_on_conflict``).
+        """
+        current = self._store.load(scope) if document is None else document
+        marked = watermark.advance(
+            current, thread_id, redact_messages(messages, self._redactor), iso(self._now())
+        )
+        if _same_watermark(current, marked, thread_id):
+            return current.revision
+        return self._store.commit(scope, marked, expected_revision=current.revision).revision
 
 
 def retry_on_conflict(attempt: Callable[[], _T]) -> _T:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memfold.errors import StorageError
-from memfold.model import Message, Signals
+from memfold.model import Message, Scope, Signals
 from memfold.queue._common import WARN_INTERVAL_SECONDS, RateLimitedWarning, warn_refused
 from memfold.queue._payload import Payload, decode_payload, encode_payload, key_hash, scope_hash
 from memfold.queue._sql_worker import Cursor, SqlWorker, Tx, claimed_version
@@ -333,6 +333,31 @@ class SqlQueue(SqlWorker):
                 self._flushing -= 1
 
     # --- introspection ----------------------------------------------------------------
+
+    def discard(self, scope: Scope) -> tuple[Job, ...]:
+        """Delete the scope's queued rows that no worker holds a live lease on (a running
+        job is fenced by the updater) and return their jobs."""
+        shash = scope_hash(("", scope.user_id, scope.agent))
+        jobs: list[Job] = []
+        with self._transaction() as tx:
+            now = self._clock.now()
+            rows = tx.execute(
+                "SELECT key_hash, thread_id, user_id, agent, payload FROM memfold_jobs "  # noqa: S608 - only module constants are interpolated
+                "WHERE scope_hash = ? AND (lease_expires_at IS NULL OR lease_expires_at < ?)"
+                f"{self.for_update}",
+                (shash, now),
+            ).fetchall()
+            for khash, thread_id, user_id, agent, payload in rows:
+                tx.execute("DELETE FROM memfold_jobs WHERE key_hash = ?", (khash,))
+                try:
+                    batch = decode_payload(payload)
+                except ValueError:
+                    continue  # unreadable: deleting it is all a clear needs
+                key = (str(thread_id), user_id, agent)
+                jobs.append(Job(key, batch.messages, batch.signals, urgent=batch.urgent))
+        with self._cond:
+            self._cond.notify_all()
+        return tuple(jobs)
 
     def _is_empty(self) -> bool:
         with self._transaction() as tx:

@@ -59,6 +59,8 @@ class Cursor(Protocol):
 
     def fetchone(self) -> Any: ...
 
+    def fetchall(self) -> list[Any]: ...
+
 
 class Tx(Protocol):
     """An open transaction; SQL uses ``?`` placeholders (dialects translate)."""

@@ -89,7 +89,7 @@ class QueueStatus:
 
 @runtime_checkable
 class UpdateQueue(Protocol):
-    """A debounced, keyed update queue (in-process now; SQL-backed later)."""
+    """A debounced, keyed update queue (in-process, or SQL-backed and durable)."""
 
     def add(
         self,
@@ -116,4 +116,9 @@ class UpdateQueue(Protocol):
 
     def run_due(self, now: float | None = None) -> int:
         """Run, in the calling thread, every job due at ``now``; return how many ran."""
+        ...
+
+    def discard(self, scope: Scope) -> tuple[Job, ...]:
+        """Remove the scope's waiting updates (not a running one) and return them; used by
+        ``clear``, so what was said before it is forgotten rather than learned after."""
         ...

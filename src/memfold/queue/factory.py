@@ -92,7 +92,7 @@ def _from_factory(
     if not isinstance(queue, UpdateQueue):
         raise ConfigError(
             f"queue={spec!r}: the factory returned {type(queue).__name__}, which lacks the "
-            "UpdateQueue methods (add, flush, close, status, run_due)",
+            "UpdateQueue methods (add, flush, close, status, run_due, discard)",
             key="queue",
         )
     return queue

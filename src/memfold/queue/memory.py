@@ -395,6 +395,18 @@ class InProcessQueue(QueueCore):
                 oldest_age=max(0.0, now - oldest),
             )
 
+    def discard(self, scope: Scope) -> tuple[Job, ...]:
+        """Remove the scope's pending updates (a running one is fenced by the updater)."""
+        with self._cond:
+            keys = [k for k in self._pending if Scope(k[1], k[2]) == scope]
+            items = [(key, self._pending.pop(key)) for key in keys]
+            self._cond.notify_all()  # a flush waiting for these may be done now
+        return tuple(
+            Job(key, item.messages, item.signals, attempt=item.attempt,
+                enqueued_at=item.first_added, urgent=item.urgent)
+            for key, item in items
+        )  # fmt: skip
+
     def pending_keys(self) -> tuple[JobKey, ...]:
         """Keys waiting to run (not those in flight), earliest due first."""
         with self._cond:

@@ -20,6 +20,7 @@ from memfold.errors import StorageError
 from memfold.queue._sql import SqlQueue, install_schema
 from memfold.queue._sql_worker import Tx
 from memfold.queue.base import Job
+from memfold.store.sqlite import switch_to_wal
 
 __all__ = ["QUEUE_FILE", "SqliteQueue"]
 
@@ -91,7 +92,7 @@ class SqliteQueue(SqlQueue):
                 isolation_level=None,  # we issue BEGIN IMMEDIATE / COMMIT ourselves
                 check_same_thread=False,  # close() closes every thread's connection
             )
-            conn.execute("PRAGMA journal_mode=WAL")
+            switch_to_wal(conn, self._busy_timeout)  # several processes may open it at once
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable against process crash
             self._local.conn = conn
             with self._connections_lock:

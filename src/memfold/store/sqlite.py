@@ -22,7 +22,7 @@ from pathlib import Path
 from memfold.errors import StorageError
 from memfold.store._sql import DOCUMENTS_TABLE, BaseSqlStore
 
-__all__ = ["DATABASE_FILE", "SqliteStore"]
+__all__ = ["DATABASE_FILE", "SqliteStore", "switch_to_wal"]
 
 DATABASE_FILE = "memfold.sqlite3"
 
@@ -38,6 +38,26 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "updated_at TEXT NOT NULL, PRIMARY KEY (user_key, agent_key)) WITHOUT ROWID",
     ),
 )
+
+
+def switch_to_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Set WAL mode on ``conn``, waiting up to ``timeout`` seconds for other writers.
+
+    While another connection writes in rollback-journal mode (a process still creating
+    the file), SQLite refuses the switch at once, without its busy handler; so retry.
+    """
+    deadline = _monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or _monotonic() >= deadline:
+                raise
+        _sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 class SqliteStore(BaseSqlStore):
@@ -98,31 +118,12 @@ class SqliteStore(BaseSqlStore):
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
-            self._switch_to_wal(conn)
+            switch_to_wal(conn, self._timeout)
             conn.execute("PRAGMA synchronous = FULL")
         except BaseException:
             conn.close()
             raise
         return conn
-
-    def _switch_to_wal(self, conn: sqlite3.Connection) -> None:
-        """Set WAL mode, waiting up to the busy timeout for other writers.
-
-        While another connection writes in rollback-journal mode (a process still creating
-        the file), SQLite refuses the switch at once, without its busy handler; so retry.
-        """
-        deadline = _monotonic() + self._timeout
-        pause = 0.005
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                return
-            except sqlite3.OperationalError as exc:
-                busy = exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-                if not busy or _monotonic() >= deadline:
-                    raise
-            _sleep(pause)
-            pause = min(pause * 2, 0.1)
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
