@@ -641,3 +641,11 @@ def test_user_role_message_with_only_tool_results_does_not_drop_the_answer() -> 
         ]
     )
     assert _roles_and_text(kept) == [("user", "Weather in Oslo?"), ("assistant", "2C and windy.")]
+
+
+def test_nul_characters_are_removed_from_message_text():
+    kept = capture([
+        {"role": "user", "content": "I live\x00 in Lisbon"},
+        {"role": "assistant", "content": "\x00Noted\x00"},
+    ])  # fmt: skip
+    assert [m.content for m in kept] == ["I live in Lisbon", "Noted"]

@@ -374,3 +374,10 @@ def test_clear_drops_waiting_updates_and_forgets_their_turns(tmp_path, queue):
     sent = [m.content for m in spy.requests[-1].messages]
     assert ALICE[0]["content"] not in sent  # said before the clear: forgotten, not re-learned
     assert ALICE[2]["content"] in sent
+
+
+def test_record_after_close_is_refused_without_raising(tmp_path, caplog):
+    mem = make_memory(tmp_path)
+    mem.close()
+    assert mem.record(ALICE, thread_id="t1", user_id="alice") is False
+    assert "closed" in caplog.text

@@ -93,6 +93,9 @@ def test_documents_and_their_parts_are_immutable():
         (lambda d: d["facts"][1].update(id="fact_1a2b3c4d"), "duplicate id"),
         (lambda d: d.update(revision=-1), "revision"),
         (lambda d: d["user"].update(workContext="text"), "user.workContext"),
+        (lambda d: d.update(facts={}), "facts: expected a list"),
+        (lambda d: d.update(user=[]), "user: expected an object"),
+        (lambda d: d.update(__user_extra__={"x": 1}), "__user_extra__: a reserved key"),
     ],
 )
 def test_malformed_document_error_names_the_field(mutate, field):
@@ -137,3 +140,9 @@ def test_signals_merge_is_an_or():
 def test_scope_prints_readably():
     assert str(Scope("alice", "coder")) == "user 'alice', agent 'coder'"
     assert str(Scope()) == "user <default user>"
+
+
+def test_scope_with_a_huge_id_prints_a_short_message():
+    text = str(Scope("x" * 100_000, "a" * 500))
+    assert len(text) < 200
+    assert text.startswith("user 'xxx")

@@ -434,6 +434,8 @@ def capture(messages: Iterable[object]) -> tuple[Message, ...]:
             role, text, message_id, dropped = _from_mapping(raw, index)
         else:
             role, text, message_id, dropped = _normalise(raw, index)
+        if "\x00" in text:  # NUL is never content, and PostgreSQL text cannot hold it
+            text = text.replace("\x00", "").strip()
         if role == _USER:
             if dropped:
                 continue  # a hidden user message (e.g. an injected reminder) is invisible

@@ -142,7 +142,8 @@ class Memory:
         """Queue the conversation for a background update; returns at once.
 
         Returns False when nothing was queued (no user + assistant exchange left after
-        filtering, or the queue refused a new key under backpressure).
+        filtering, the queue refused a new key under backpressure, or this ``Memory`` is
+        closed).
         """
         kept = capture(messages)
         if not has_minimum_dialogue(kept):
@@ -151,6 +152,10 @@ class Memory:
             # security: a durable queue writes the turns to disk, so redact them first; the
             # in-process queue leaves it to the worker (the updater), off the agent's turn.
             kept = redact_messages(kept, self._redactor)
+        if self._closed:
+            # memory must never break an agent's turn: a record racing shutdown is refused
+            logger.warning("record for thread %r refused: this Memory is closed", thread_id)
+            return False
         return self._get_queue().add((thread_id, user_id, agent), kept, detect(kept), urgent=urgent)
 
     async def arecord(

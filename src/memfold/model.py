@@ -80,6 +80,12 @@ def _empty() -> Mapping[str, Any]:
     return MappingProxyType({})
 
 
+def _short_repr(text: str, limit: int = 80) -> str:
+    """``repr`` cut to ``limit`` characters, so a huge id cannot flood a message."""
+    shown = repr(text)
+    return shown if len(shown) <= limit else f"{shown[: limit - 1]}…"
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Whose memory: a user (``None`` = the default user) and optionally one agent's bucket."""
@@ -88,8 +94,8 @@ class Scope:
     agent: str | None = None
 
     def __str__(self) -> str:
-        user = "<default user>" if self.user_id is None else repr(self.user_id)
-        return f"user {user}" + ("" if self.agent is None else f", agent {self.agent!r}")
+        user = "<default user>" if self.user_id is None else _short_repr(self.user_id)
+        return f"user {user}" + ("" if self.agent is None else f", agent {_short_repr(self.agent)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +225,8 @@ _FACT_KEYS = (
     "source",
     "sourceError",
 )
+#: Where unknown fields of ``user``/``history`` are kept in ``MemoryDocument.extra``.
+_RESERVED_KEYS = ("__user_extra__", "__history_extra__")
 _DOC_KEYS = ("version", "revision", "generation", "lastUpdated", "user", "history", "facts")
 
 
@@ -289,7 +297,9 @@ def _fact_from(data: Any, where: str) -> Fact:
 def _group_from(
     data: Mapping[str, Any], group: str, sections: tuple[str, ...]
 ) -> tuple[dict[str, Summary], dict[str, Any]]:
-    raw = data.get(group) or {}
+    raw = data.get(group)
+    if raw is None:
+        raw = {}
     if not isinstance(raw, Mapping):
         raise DocumentError(f"{group}: expected an object, got {type(raw).__name__}")
     found = {name: _summary_from(raw.get(name), f"{group}.{name}") for name in sections}
@@ -305,9 +315,14 @@ def document_from_dict(data: Any) -> MemoryDocument:
     """
     if not isinstance(data, Mapping):
         raise DocumentError(f"document: expected a JSON object, got {type(data).__name__}")
+    for reserved in _RESERVED_KEYS:
+        if reserved in data:
+            raise DocumentError(f"{reserved}: a reserved key; rename or remove it")
     user, user_extra = _group_from(data, "user", USER_SECTIONS)
     history, history_extra = _group_from(data, "history", HISTORY_SECTIONS)
-    raw_facts = data.get("facts") or []
+    raw_facts = data.get("facts")
+    if raw_facts is None:
+        raw_facts = []
     if not isinstance(raw_facts, list):
         raise DocumentError(f"facts: expected a list, got {type(raw_facts).__name__}")
     facts = tuple(_fact_from(item, f"facts[{i}]") for i, item in enumerate(raw_facts))

@@ -407,17 +407,36 @@ def test_resolver_that_raises_does_not_break_the_turn(
     assert any("could not record" in m for m in messages)
 
 
-def test_record_on_a_closed_memory_does_not_break_the_turn(
-    memory: Memory, make_model: Callable[..., Any], caplog: pytest.LogCaptureFixture
+def test_record_that_raises_does_not_break_the_turn(
+    memory: Memory,
+    make_model: Callable[..., Any],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     agent = build(make_model(), MemoryMiddleware(memory))
-    memory.close()
+
+    def broken(*args: Any, **kwargs: Any) -> bool:
+        raise RuntimeError("queue database is gone")
+
+    monkeypatch.setattr(memory, "record", broken)
+    monkeypatch.setattr(memory, "arecord", broken)
 
     with caplog.at_level(logging.WARNING, logger="memfold.integrations.langchain"):
         result = asyncio.run(aask(agent, "remember x", user_id="alice"))
 
     assert result["messages"][-1].text == "Noted: remember x"
     assert any("could not record" in r.getMessage() for r in caplog.records)
+
+
+def test_record_on_a_closed_memory_does_not_break_the_turn(
+    memory: Memory, make_model: Callable[..., Any]
+) -> None:
+    agent = build(make_model(), MemoryMiddleware(memory))
+    memory.close()
+
+    result = asyncio.run(aask(agent, "remember x", user_id="alice"))
+
+    assert result["messages"][-1].text == "Noted: remember x"
 
 
 def test_model_errors_are_not_swallowed(memory: Memory, make_model: Callable[..., Any]) -> None:

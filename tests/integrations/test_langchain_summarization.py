@@ -129,7 +129,12 @@ def test_record_failure_is_logged_and_the_summary_still_applies(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     agent = summarising_agent(memory, make_model(AIMessage(content="S")), make_model())
-    memory.close()
+
+    def broken(*args: Any, **kwargs: Any) -> bool:
+        raise RuntimeError("queue database is gone")
+
+    monkeypatch.setattr(memory, "record", broken)
+    monkeypatch.setattr(memory, "arecord", broken)
 
     with caplog.at_level(logging.WARNING, logger="memfold.integrations.langchain"):
         for text in TURNS:
