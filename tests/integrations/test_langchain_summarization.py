@@ -1,4 +1,4 @@
-"""MemorySummarizationMiddleware records exactly what the stock summary replaces."""
+"""MemorySummarizationMiddleware records what the stock summary replaces, each turn once."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def summarising_agent(memory: Memory, summary_model: Any, chat_model: Any) -> An
 
 
 @pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
-def test_records_urgently_exactly_the_messages_summarised_away(
+def test_records_urgently_the_thread_holding_the_messages_summarised_away(
     use_async: bool,
     memory: Memory,
     make_model: Callable[..., Any],
@@ -75,8 +75,11 @@ def test_records_urgently_exactly_the_messages_summarised_away(
 
     urgent = [c for c in calls if c.get("urgent")]
     assert len(urgent) == 1
-    # 7 messages at the 4th model call, keep 2: the first 5 go into the summary
-    assert [m.id for m in urgent[0]["messages"]] == [m.id for m in before[:5]]
+    # 7 messages at the 4th model call, keep 2: the first 5 go into the summary. The
+    # record is the thread as it stood, so the watermark (on a kept message) is found.
+    recorded = [m.id for m in urgent[0]["messages"]]
+    assert recorded == [*(m.id for m in before), after[2].id]
+    assert {m.id for m in after}.isdisjoint(recorded[:5])
     assert urgent[0]["thread_id"] == "t1"
     assert urgent[0]["user_id"] == "alice"
     assert (
@@ -101,6 +104,44 @@ def test_urgent_record_merges_with_the_pending_update_so_nothing_is_lost(
     assert facts == {"writes Go", "lives in Oslo"}
     seen = [m.content for r in spy.requests for m in r.messages]
     assert not any(text.startswith("Here is a summary") for text in seen)
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_worker_taking_the_urgent_record_at_once_never_extracts_a_turn_twice(
+    use_async: bool,
+    memory: Memory,
+    spy: Any,
+    clock: Any,
+    make_model: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    agent = summarising_agent(memory, make_model(AIMessage(content="S")), make_model())
+    queue = memory._get_queue()
+    real = memory.record
+
+    def record(messages: Any, /, **kwargs: Any) -> bool:
+        queued = real(messages, **kwargs)
+        if kwargs.get("urgent"):
+            queue.run_due()  # a free worker takes the urgent job while the turn goes on
+        return queued
+
+    monkeypatch.setattr(memory, "record", record)
+
+    async def run(text: str) -> None:
+        turn = {"messages": [{"role": "user", "content": text}]}
+        if use_async:
+            await agent.ainvoke(turn, CONFIG)
+        else:
+            agent.invoke(turn, CONFIG)
+
+    turns = [f"turn {i}" for i in range(6)]
+    for text in turns:
+        asyncio.run(run(text))
+        clock.advance(memory.config.debounce_seconds)  # each turn is extracted when quiet
+        queue.run_due()
+
+    seen = [m.content for r in spy.requests for m in r.messages if m.role == "user"]
+    assert seen == turns  # the summarised turns were extracted once, before they left
 
 
 def test_without_thread_id_the_summary_is_made_and_nothing_recorded(

@@ -348,17 +348,20 @@ def dropped_messages(before: list[Any], update: Mapping[str, Any] | None) -> lis
 
 
 class MemorySummarizationMiddleware(SummarizationMiddleware):
-    """LangChain's ``SummarizationMiddleware`` that records, urgently, exactly the messages
-    its summary replaces, so memory learns from them before they leave the thread.
+    """LangChain's ``SummarizationMiddleware`` that records, urgently, the messages its
+    summary replaces, so memory learns from them before they leave the thread.
 
     Takes the ``memory``, ``user_id`` and ``agent`` of ``MemoryMiddleware`` and every
     ``SummarizationMiddleware`` argument unchanged; the summary is produced by the stock
     middleware. Why not ``SummarizationMiddleware(summarizer=...)``: that hook receives the
     messages *after* trimming to ``trim_tokens_to_summarize`` (so not all that is dropped)
     and no runtime (so no thread or user). This subclass calls the stock ``before_model``
-    and reads the messages its state update removes; they are recorded before the update
-    is applied. A failed summary raises as in the stock middleware and drops nothing, so
-    nothing is recorded then. Recording errors are logged, never raised.
+    and, when its state update removes messages, records the thread as it stood before the
+    update, before the update is applied: the dropped messages and the kept ones after
+    them, so the thread's watermark (usually on a kept message) is found and the extractor
+    gets exactly the turns it has not seen, each once. A failed summary raises as in the
+    stock middleware and drops nothing, so nothing is recorded then. Recording errors are
+    logged, never raised.
     """
 
     def __init__(
@@ -380,11 +383,11 @@ class MemorySummarizationMiddleware(SummarizationMiddleware):
         """Summarise as the stock middleware does; record what the summary replaces."""
         before = list(state["messages"])
         update = super().before_model(state, runtime)
-        key, dropped = self._to_record(before, update, runtime)
-        if dropped:
+        key, thread = self._to_record(before, update, runtime)
+        if thread:
             try:
                 self.memory.record(
-                    dropped, thread_id=str(key[0]), user_id=key[1], agent=key[2], urgent=True
+                    thread, thread_id=str(key[0]), user_id=key[1], agent=key[2], urgent=True
                 )
             except Exception:
                 _log_record_failure(key)
@@ -396,11 +399,11 @@ class MemorySummarizationMiddleware(SummarizationMiddleware):
         """``before_model`` for async runs, through ``Memory.arecord``."""
         before = list(state["messages"])
         update = await super().abefore_model(state, runtime)
-        key, dropped = self._to_record(before, update, runtime)
-        if dropped:
+        key, thread = self._to_record(before, update, runtime)
+        if thread:
             try:
                 await self.memory.arecord(
-                    dropped, thread_id=str(key[0]), user_id=key[1], agent=key[2], urgent=True
+                    thread, thread_id=str(key[0]), user_id=key[1], agent=key[2], urgent=True
                 )
             except Exception:
                 _log_record_failure(key)
@@ -409,17 +412,22 @@ class MemorySummarizationMiddleware(SummarizationMiddleware):
     def _to_record(
         self, before: list[Any], update: Mapping[str, Any] | None, runtime: Runtime[Any]
     ) -> tuple[_Key, list[Any]]:
-        """The run's key and the learnable dropped messages ([] when nothing to record)."""
+        """The run's key and the messages to record urgently ([] when none is dropped).
+
+        The whole of ``before``, not only the dropped messages: a worker may take the
+        urgent job at once, and a batch of dropped messages alone holds neither the
+        watermark (so every dropped turn, seen or not, would be extracted again) nor the
+        kept messages the next record of the summarised thread resumes from.
+        """
         key: _Key = (None, None, None)
         try:
-            dropped = dropped_messages(before, update)
-            if not dropped:
+            if not dropped_messages(before, update):
                 return key, []
             key = self._identity.key(runtime)
             if key[0] is None:
                 self._identity.note_missing_thread()
                 return key, []
-            return key, dropped
+            return key, before
         except Exception:
             _log_record_failure(key)
             return key, []
