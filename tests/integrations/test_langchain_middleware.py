@@ -407,6 +407,31 @@ def test_resolver_that_raises_does_not_break_the_turn(
     assert any("could not record" in m for m in messages)
 
 
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_resolver_that_raises_is_not_logged_as_the_default_user(
+    use_async: bool,
+    memory: Memory,
+    make_model: Callable[..., Any],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(runtime: Any) -> str:
+        raise KeyError("account")
+
+    agent = build(make_model(), MemoryMiddleware(memory, agent=broken))
+
+    with caplog.at_level(logging.WARNING, logger="memfold.integrations.langchain"):
+        if use_async:
+            asyncio.run(aask(agent, "remember x", user_id="alice"))
+        else:
+            ask(agent, "remember x", user_id="alice")
+
+    messages = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(messages) == 2  # the model call and the record
+    for message in messages:
+        assert "default user" not in message
+        assert "unresolved" in message
+
+
 def test_record_that_raises_does_not_break_the_turn(
     memory: Memory,
     make_model: Callable[..., Any],

@@ -90,7 +90,10 @@ def _resolve_id(resolver: IdResolver, runtime: Runtime[Any] | None, name: str) -
     return None if value is None else str(value)
 
 
-def _describe(key: _Key) -> str:
+def _describe(key: _Key | None) -> str:
+    """The key for a log line; None when the error came before the key was resolved."""
+    if key is None:
+        return "this run (thread, user and agent unresolved)"
     thread_id, user_id, agent = key
     user = "<default user>" if user_id is None else repr(user_id)
     where = f"thread {thread_id!r}, user {user}"
@@ -224,7 +227,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelCallResult[Any]:
         """Call the model with the memory block in its system message (this call only)."""
-        key: _Key = (None, None, None)
+        key: _Key | None = None
         try:
             key = self._identity.key(request.runtime)
             block = self._frozen_block(key)
@@ -243,7 +246,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelCallResult[Any]:
         """``wrap_model_call`` for async runs; the store is read off the event loop."""
-        key: _Key = (None, None, None)
+        key: _Key | None = None
         try:
             key = self._identity.key(request.runtime)
             block = self._frozen_block(key)
@@ -273,7 +276,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return request.override(system_message=with_memory_block(request.system_message, block))
 
     @staticmethod
-    def _log_load_failure(key: _Key) -> None:
+    def _log_load_failure(key: _Key | None) -> None:
         logger.warning(
             "memfold: could not load memory for %s; this model call runs without it",
             _describe(key),
@@ -284,7 +287,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         """Record the run's messages for a background update (returns at once)."""
-        key: _Key = (None, None, None)
+        key: _Key | None = None
         try:
             key = self._identity.key(runtime)
             thread_id = key[0]
@@ -302,7 +305,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> None:
         """``after_agent`` for async runs, through ``Memory.arecord``."""
-        key: _Key = (None, None, None)
+        key: _Key | None = None
         try:
             key = self._identity.key(runtime)
             thread_id = key[0]
@@ -319,7 +322,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             _log_record_failure(key)
 
 
-def _log_record_failure(key: _Key) -> None:
+def _log_record_failure(key: _Key | None) -> None:
     logger.warning(
         "memfold: could not record the conversation for %s; the turn goes on without it",
         _describe(key),
@@ -383,8 +386,9 @@ class MemorySummarizationMiddleware(SummarizationMiddleware):
         """Summarise as the stock middleware does; record what the summary replaces."""
         before = list(state["messages"])
         update = super().before_model(state, runtime)
-        key, thread = self._to_record(before, update, runtime)
-        if thread:
+        to_record = self._to_record(before, update, runtime)
+        if to_record is not None:
+            key, thread = to_record
             try:
                 self.memory.record(
                     thread, thread_id=str(key[0]), user_id=key[1], agent=key[2], urgent=True
@@ -399,8 +403,9 @@ class MemorySummarizationMiddleware(SummarizationMiddleware):
         """``before_model`` for async runs, through ``Memory.arecord``."""
         before = list(state["messages"])
         update = await super().abefore_model(state, runtime)
-        key, thread = self._to_record(before, update, runtime)
-        if thread:
+        to_record = self._to_record(before, update, runtime)
+        if to_record is not None:
+            key, thread = to_record
             try:
                 await self.memory.arecord(
                     thread, thread_id=str(key[0]), user_id=key[1], agent=key[2], urgent=True
@@ -411,23 +416,23 @@ class MemorySummarizationMiddleware(SummarizationMiddleware):
 
     def _to_record(
         self, before: list[Any], update: Mapping[str, Any] | None, runtime: Runtime[Any]
-    ) -> tuple[_Key, list[Any]]:
-        """The run's key and the messages to record urgently ([] when none is dropped).
+    ) -> tuple[_Key, list[Any]] | None:
+        """The run's key and the messages to record urgently (None when none is dropped).
 
         The whole of ``before``, not only the dropped messages: a worker may take the
         urgent job at once, and a batch of dropped messages alone holds neither the
         watermark (so every dropped turn, seen or not, would be extracted again) nor the
         kept messages the next record of the summarised thread resumes from.
         """
-        key: _Key = (None, None, None)
+        key: _Key | None = None
         try:
             if not dropped_messages(before, update):
-                return key, []
+                return None
             key = self._identity.key(runtime)
             if key[0] is None:
                 self._identity.note_missing_thread()
-                return key, []
+                return None
             return key, before
         except Exception:
             _log_record_failure(key)
-            return key, []
+            return None
