@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import dynamic_prompt
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -128,6 +129,27 @@ def test_empty_memory_leaves_the_request_untouched(
     ask(agent, "Hello there", user_id="nobody")
 
     assert model.calls[0][0].type == "human"
+
+
+def test_block_is_appended_to_a_dynamic_prompt_listed_before_the_middleware(
+    memory: Memory, make_model: Callable[..., Any]
+) -> None:
+    @dynamic_prompt
+    def prompt(request: Any) -> str:
+        return "Dynamic prompt."
+
+    memory.add_fact("Prefers Rust", user_id="alice")
+    model = make_model()
+    agent = create_agent(
+        model, middleware=[prompt, MemoryMiddleware(memory)], checkpointer=InMemorySaver()
+    )
+
+    result = ask(agent, "hello", user_id="alice")
+
+    (system,) = model.system_texts()
+    assert system.startswith("Dynamic prompt.\n\n" + BLOCK_TAG)
+    assert "Prefers Rust" in system
+    assert_no_block_in_state(agent, result)
 
 
 def test_list_content_system_message_gets_the_block_as_an_extra_text_block() -> None:

@@ -191,6 +191,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     every model call; ``per_thread`` freezes the block at the thread's first model call
     in this process (prompt caching keeps working), remembering at most
     ``max_frozen_blocks`` (thread, user, agent) blocks.
+
+    List it after any middleware that sets the system prompt (e.g. ``@dynamic_prompt``):
+    ``wrap_model_call`` hooks run in list order, so one listed after this middleware that
+    replaces the system message drops the memory block from the call.
     """
 
     def __init__(
