@@ -18,8 +18,10 @@ blocks) and importing them costs ~180 ms and pulls in ``requests``.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from memfold.model import Message
@@ -27,7 +29,7 @@ from memfold.model import Message
 if TYPE_CHECKING:
     from memfold.config import MemoryConfig
 
-__all__ = ["Finding", "Redactor", "redact_messages", "redactor_for"]
+__all__ = ["Finding", "Redactor", "is_only_redaction", "redact_messages", "redactor_for"]
 
 Check = Callable[[str], bool]
 
@@ -53,8 +55,12 @@ class _Detector:
     lower: bool = False
     hint: re.Pattern[str] | None = None
     min_digits: int = 0
+    #: Only text with a non-ASCII character can match (a Chinese verb, say).
+    non_ascii: bool = False
 
     def might_match(self, view: _View) -> bool:
+        if self.non_ascii and view.ascii is view.text:
+            return False
         if self.min_digits:
             return view.digits() >= self.min_digits
         if self.hint is not None:
@@ -65,14 +71,37 @@ class _Detector:
         return any(h in haystack for h in self.hints)
 
 
+@lru_cache(maxsize=4096)
+def _nfkc(char: str) -> str:
+    return unicodedata.normalize("NFKC", char)
+
+
+def _fold(text: str) -> str:
+    """``text`` with each character replaced by its NFKC form when that is one character
+    (full-width ``：１２ａ`` → ``:12a``, ideographic space → space), so detectors see
+    the ASCII shapes they know. One character for one keeps every span valid in the
+    original text; expansions ("…" → "...", "ﬁ" → "fi") are left as they are."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return text
+    for char in set(text):
+        if char > "\x9f":
+            folded = _nfkc(char)
+            if folded != char and len(folded) == 1:
+                # a few distinct characters: str.replace beats a translate table
+                text = text.replace(char, folded)
+    return text
+
+
 class _View:
-    """A text and its ASCII-only projections, for hint checks. Dropping non-ASCII
-    characters can only make ASCII hints appear more often, never hide one; searching
-    pure-ASCII strings is several times faster than mixed CJK text."""
+    """A text folded for detection (``_fold``) and its ASCII-only projections, for hint
+    checks. Dropping non-ASCII characters can only make ASCII hints appear more often,
+    never hide one; searching pure-ASCII strings is several times faster than mixed CJK
+    text."""
 
     __slots__ = ("_digits", "ascii", "lower", "text")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, *, folded: bool = False) -> None:
+        text = text if folded else _fold(text)
         self.text = text
         self.ascii = text if text.isascii() else text.encode("ascii", "ignore").decode("ascii")
         self.lower = self.ascii.lower()
@@ -140,19 +169,39 @@ _NOT_A_PASSWORD = frozenset(
     same different case protected rotated updated shown hidden masked redacted visible
     in on at for of to from with by as and or but if when where which what who how
     str string int bool bytes char varchar text number any secretstr none true false
+    default something anything whatever nothing later there here
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+
+
+# Words of validator messages and rules quoted after "password is": "'too short'",
+# "'at least 12 characters'". A quoted phrase mostly made of these is not a passphrase.
+_MESSAGE_WORDS = _NOT_A_PASSWORD | frozenset(
+    """
+    least most must should contain contains containing characters chars letters digits
+    symbols numbers be is are enough match matches long length minimum maximum only
     """.split()  # noqa: SIM905 (a word list reads better as text)
 )
 
 
 def _password_value(text: str) -> bool:
     value = text.strip("\"'`“”‘’.,;:!?)(")
+    if len(set(value.casefold())) == 1:
+        return False  # masked or a placeholder: "********", "xxxxxxxx"
+    words = value.casefold().split()
+    if len(words) > 1:  # a quoted passphrase: "correct horse battery staple"
+        common = sum(word.strip(".,;:!?") in _MESSAGE_WORDS for word in words)
+        return len(value) >= 8 and common * 2 < len(words)
     return len(value) >= 4 and value.casefold() not in _NOT_A_PASSWORD
 
 
-# A reference to a value rather than the value: ``${VAR}``, ``$VAR``, ``{{ var }}``,
-# ``<placeholder>``, ``%(name)s``. Passwords often hold ``$``, ``<`` or ``%`` themselves, so
-# only a whole value of one of these shapes counts.
-_PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_]\w*\}?|\{\{.*\}\}|\{[A-Za-z_]\w*\}|<[^<>]*>|%\(\w+\)s")
+# A reference to a value rather than the value: ``${VAR}``, ``$VAR``, ``$(command)``,
+# ```command```, ``{{ var }}``, ``<placeholder>``, ``%(name)s``. Passwords often hold
+# ``$``, ``<`` or ``%`` themselves, so only a whole value of one of these shapes counts.
+_PLACEHOLDER = re.compile(
+    r"\$\{?[A-Za-z_]\w*\}?|\$\(.*\)|`[^`]*`|\{\{.*\}\}|\{[A-Za-z_]\w*\}|<[^<>]*>|%\(\w+\)s"
+    r"|!(?:vault|env_var|env|secret|Ref|Sub|GetAtt|ImportValue|Join)"  # YAML tags
+)
 # Code: a call or subscript (``get()``, ``os.environ['X']``) or a dotted name.
 _CODE_VALUE = re.compile(r"[A-Za-z_][\w.]*[(\[].*|[A-Za-z_]\w*\.[A-Za-z_][\w.]*")
 
@@ -172,13 +221,57 @@ def _stated_password(text: str) -> bool:
     return _password_value(text) and _PLACEHOLDER.fullmatch(text.strip("\"'`“”‘’")) is None
 
 
+def _colon_password(text: str) -> bool:
+    """``password: …`` with a value, not a placeholder or code (``process.env.X``)."""
+    value = text.strip("\"'`“”‘’")
+    return _stated_password(text) and _CODE_VALUE.fullmatch(value) is None
+
+
 def _cjk_password_value(text: str) -> bool:
-    return len(text) >= 4 and re.search(r"[A-Za-z0-9]", text) is not None
+    return (
+        re.search(r"[A-Za-z0-9]", text) is not None
+        and _password_value(text)
+        and _PLACEHOLDER.fullmatch(text) is None
+        and _NOT_A_KEY.fullmatch(text) is None
+    )
 
 
-_PASSWORD_WORD = r"(?:password|passphrase|passcode|passwd|pass\s?word|pwd|pin(?:\s?code)?)"  # noqa: S105
-_QUALIFIER = r"(?:\s+(?:for|to|of|on)(?:\s+[^\s,;:]+){1,3}?)?"
-_VALUE = r"[\"'`“‘]?(?P<v>[^\s\"'`”’]+?)[\"'`”’]?(?=[\s,;)]|[.!?](?:\s|$)|$)"
+# Names of algorithms, formats and sizes that follow "密码"/"密钥" in talk about them.
+_NOT_A_KEY = re.compile(
+    r"(?i:sha-?\d*|md5|bcrypt|scrypt|argon2\w*|pbkdf2\w*|aes-?\d*|rsa-?\d*|des3?|ecdsa|"
+    r"ed25519|hmac\w*|base64|utf-?8|jwt|oauth2?|https?|v\d+|\d{1,5}(?:bit|bits|位)?"
+    r"|\d{1,3}\s*[-~]\s*\d{1,3})"
+)
+
+
+def _bare_cjk_password(text: str) -> bool:
+    """ "密码 abc12345" with no verb: letters and digits, or six digits or more."""
+    has_digit = any(c.isdigit() for c in text)
+    has_alpha = any(c.isalpha() for c in text)
+    return (
+        (has_digit and (has_alpha or len(text) >= 6))
+        and len(text) >= 6
+        and _NOT_A_KEY.fullmatch(text) is None
+    )
+
+
+def _cjk_secret_value(text: str) -> bool:
+    return len(text) >= 8 and _mixed(text) and _NOT_A_KEY.fullmatch(text) is None
+
+
+_PASSWORD_WORD = r"(?:password|passphrase|passcode|passwd|pass\s?word|pwd|pw)"  # noqa: S105
+_QUALIFIER = r"(?:\s+(?:for|to|of|on)(?:\s+[^\s,;:\[\]]+){1,3}?)?"
+# A value in quotes may hold spaces ("correct horse battery staple"); the quotes stay.
+_QUOTED_VALUE = (
+    r"(?<=')[^'\n]{1,100}?(?=')|(?<=\")[^\"\n]{1,100}?(?=\")|(?<=`)[^`\n]{1,100}?(?=`)"
+    r"|(?<=“)[^”\n]{1,100}?(?=”)|(?<=‘)[^’\n]{1,100}?(?=’)"
+)
+_VALUE = r"[\"'`“‘]?(?P<v>" + _QUOTED_VALUE + r"|[^\s\"'`”’]+?)[\"'`”’]?(?=[\s,;)]|[.!?](?:\s|$)|$)"
+# A CJK statement's value: printable ASCII up to the next non-ASCII character, without
+# the punctuation that ends the clause ("密码是abc123，记住" folds "，" to ",").
+_CJK_VALUE = r"[\"'“「]?(?P<v>[!#-&(-~][!-~]*?)(?=[.,;:!?)\]」”\"']*(?![!-~]))"
+_CJK_BARE_VALUE = r"(?P<v>[A-Za-z0-9][!-~]*?)(?=[.,;:!?)\]」”\"']*(?![!-~]))"
+_CJK_VERB = r"(?:是|为|為|:|=|就是|改成了?|改为|设置为|设为|换成了?)(?:\s*[:=])?"
 
 _PHONE_HINT = re.compile(r"\d[ .\-()]{0,2}\d[ .\-()]{0,2}\d[ .\-()]{0,2}\d")
 
@@ -284,42 +377,93 @@ _SECRETS: tuple[_Detector, ...] = (
         "password",
         re.compile(
             # also env-style names: PGPASSWORD, MYSQL_ROOT_PASSWORD, DB_PASS, redis.password
-            r"(?<![A-Za-z0-9_.\-])(?:[A-Za-z0-9]*[_.\-])*(?:[A-Za-z]*(?:password|passwd|pwd)|pass)"
+            r"(?<![A-Za-z0-9_.\-])(?:[A-Za-z0-9]*[_.\-])*(?:[A-Za-z]*(?:password|passwd|pwd)|pass|pw)"
             r"[\"']?\s*[=:]\s*"
-            r"(?P<v>'[^'\n]+'|\"[^\"\n]+\"|<[^<>\n]*>(?=[\s;,&]|$)|[^\s;,&'\"]+)",
+            r"(?P<v>'[^'\n]+'|\"[^\"\n]+\"|<[^<>\n]*>(?=[\s;,&]|$)|\$\([^()\n]*\)|[^\s;,&'\"]+)",
             re.IGNORECASE | re.ASCII,
         ),
         "v",
         _assigned_password,
-        hints=("pass", "pwd"),
+        hints=("pass", "pw"),
         lower=True,
     ),
     _Detector(
-        "password",
+        "password",  # "my password is …", "I changed my password to …"
         re.compile(
-            r"\b"
+            r"\b(?:"
             + _PASSWORD_WORD
             + _QUALIFIER
-            + r"(?:\s+(?:is|was)(?:\s+now)?\s*:?|\s*[:：])\s*"
+            + r"\s+(?:is|was)(?:\s+now)?"
+            + r"|(?:set|changed?|reset|updated?)\s+(?:(?:my|the|our|your|its)\s+)?"
+            + _PASSWORD_WORD
+            + r"(?:\s+(?:for|of|on)(?:\s+[^\s,;:]+){1,3}?)?\s+to)\s*:?\s*"
             + _VALUE,
             re.IGNORECASE | re.ASCII,
         ),
         "v",
         _stated_password,
-        hints=("pass", "pwd", "pin"),
+        hints=("pass", "pw"),
         lower=True,
     ),
     _Detector(
         "password",
         re.compile(
-            r"(?:密码|密碼|口令|登录密码|支付密码)"
-            r"(?:[^，。,；;！!？?\s]{0,6}?)"
-            r"(?:是|为|為|：|:|=|就是|改成了?|改为|设置为|设为|换成了?)\s*"
-            r"[\"'“「]?(?P<v>[!-~]+)"
+            r"\b" + _PASSWORD_WORD + _QUALIFIER + r"\s*:\s*" + _VALUE, re.IGNORECASE | re.ASCII
+        ),
+        "v",
+        _colon_password,
+        hints=("pass", "pw"),
+        lower=True,
+    ),
+    _Detector(
+        "password",  # a PIN is digits: "the pin is pulled high" and "pin: 3.3V" are not
+        re.compile(
+            r"\bpin(?:\s?code|\s+number)?" + _QUALIFIER + r"(?:\s+(?:is|was)(?:\s+now)?\s*:?|\s*:)"
+            r"\s*[\"'`“‘]?(?P<v>\d{4,8})(?![\w.\-])",
+            re.IGNORECASE | re.ASCII,
+        ),
+        "v",
+        hint=re.compile(r"\bpin\b", re.IGNORECASE),
+    ),
+    _Detector(
+        "password",
+        re.compile(
+            r"(?:密码|密碼|口令)(?:[^，。,；;！!？?\s]{0,6}?)" + _CJK_VERB + r"\s*" + _CJK_VALUE
         ),
         "v",
         _cjk_password_value,
         hints=("密码", "密碼", "口令"),
+    ),
+    _Detector(
+        "password",  # no verb: "密码 abc12345", "wifi密码abc12345"
+        re.compile(r"(?:密码|密碼|口令)\s*" + _CJK_BARE_VALUE),
+        "v",
+        _bare_cjk_password,
+        hints=("密码", "密碼", "口令"),
+    ),
+    _Detector(
+        "secret",
+        re.compile(
+            r"(?:密钥|秘钥|私钥|令牌|授权码)(?:[^，。,；;！!？?\s]{0,6}?)"
+            + _CJK_VERB
+            + r"\s*"
+            + _CJK_VALUE
+        ),
+        "v",
+        _cjk_secret_value,
+        hints=("密钥", "秘钥", "私钥", "令牌", "授权码"),
+    ),
+    _Detector(
+        "secret",  # "token 是 …", "我的token是…"
+        re.compile(
+            r"(?<![A-Za-z0-9_])(?i:api[ _-]?key|token|secret|access[ _-]?key)\s*"
+            r"(?:是|为|為|就是|改成了?|改为|设置为|设为|换成了?)(?:\s*[:=])?\s*" + _CJK_VALUE
+        ),
+        "v",
+        _cjk_secret_value,
+        hints=("key", "token", "secret"),
+        lower=True,
+        non_ascii=True,
     ),
     _Detector(
         "secret",
@@ -358,6 +502,57 @@ _PHONE = _Detector(
     ),
     hint=_PHONE_HINT,
 )
+
+
+_MARKER_START = "[REDACTED:"
+_MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
+# What a fact about a secret says besides the secret: "My OpenAI API key is [REDACTED:…]".
+_FILLER_WORDS = frozenset(
+    """
+    a an the my your our their his her its this that these those here it is was are be
+    now new old current currently actual real same also just and or of for to on in as
+    user user's users uses use using has have had set saved stored gave shared provided
+    key keys token tokens password passwords passphrase passcode pin pwd pw secret secrets
+    api access auth credential credentials login account code value string id number
+    personal private public bearer jwt webhook url connection card credit debit bank
+    email e-mail mail address phone mobile tel telephone cell
+    openai anthropic aws amazon github gitlab slack google stripe twilio sendgrid npm
+    pypi hugging face huggingface telegram azure
+    """.split()  # noqa: SIM905 (a word list reads better as text)
+)
+_FILLER_ZH = re.compile(
+    r"用户|我们|我|的|是|为|為|叫|密码|密碼|口令|密钥|秘钥|私钥|令牌|授权码|账号|帐号|账户|登录|"
+    r"支付|银行卡|信用卡|卡号|邮箱|电话|手机号?|号码|新|旧|现在|目前|当前|这个|那个|了|一个"
+)
+_WORDS = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+# "<the secret's name> is <marker>": "The password for the staging db is [REDACTED:…]".
+_SECRET_IS_MARKER = re.compile(
+    r"(?i)(?:password|passphrase|passcode|pin|pwd|pw|key|token|secret|credentials?|"
+    r"密码|密碼|口令|密钥|秘钥|私钥|令牌|授权码)[^.;!?\n。；！？]{0,60}?"
+    r"(?:\bis|\bwas|=|:|：|是|为|為)\s*"
+    r"\[REDACTED:[a-z_]+\](?:\s*(?:,|and|、|和|与)\s*\[REDACTED:[a-z_]+\])*\s*[.。!！]?\s*$"
+)
+
+
+def is_only_redaction(text: str) -> bool:
+    """True when ``text`` holds a redaction marker and nothing else worth remembering:
+    "My key is [REDACTED:openai_key]", "API token: [REDACTED:secret]", "密码是[REDACTED:password]".
+
+    A fact like that tells a later conversation only that a secret once existed. Text that
+    says more ("Deploys to staging with [REDACTED:aws_access_key]") is not only a
+    redaction.
+    """
+    if _MARKER_START not in text:
+        return False
+    statement = _SECRET_IS_MARKER.search(text)
+    if statement is not None and _only_filler(text[: statement.start()]):
+        return True  # its one claim is the secret's value, whatever secret it names
+    return _only_filler(text)
+
+
+def _only_filler(text: str) -> bool:
+    rest = _FILLER_ZH.sub(" ", _MARKER.sub(" ", text)).casefold().replace("’", "'")
+    return all(word in _FILLER_WORDS for word in _WORDS.findall(rest))
 
 
 class Redactor:
@@ -400,12 +595,14 @@ class Redactor:
         Faster than one ``redact`` per text: the detectors' hints are checked once on the
         joined texts, so detectors that cannot match anywhere are skipped for all of them.
         """
-        joined = _View("\n".join(texts))
+        views = [_View(text) for text in texts]
+        joined = _View("\n".join(view.text for view in views), folded=True)
         candidates = tuple(d for d in self._detectors if d.might_match(joined))
         if not candidates:
             return list(texts)
         return [
-            _replace(text, self._scan(_View(text), candidates)) if text else text for text in texts
+            _replace(text, self._scan(view, candidates)) if text else text
+            for text, view in zip(texts, views, strict=True)
         ]
 
     @staticmethod
@@ -416,7 +613,9 @@ class Redactor:
                 continue
             for match in detector.pattern.finditer(view.text):
                 value = match.group(detector.group)
-                if not value or (detector.check is not None and not detector.check(value)):
+                if not value or _MARKER_START in value:  # already redacted: idempotent
+                    continue
+                if detector.check is not None and not detector.check(value):
                     continue
                 start, end = match.span(detector.group)
                 found.append((start, -end, priority, detector.kind))

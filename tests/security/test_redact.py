@@ -6,7 +6,7 @@ import pytest
 
 from memfold.config import MemoryConfig
 from memfold.model import Message
-from memfold.redact import Finding, Redactor, redact_messages, redactor_for
+from memfold.redact import Finding, Redactor, is_only_redaction, redact_messages, redactor_for
 
 FAKE_GITHUB = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 FAKE_AWS_ID = "AKIA" + "ABCDEFGHIJ234567"
@@ -196,3 +196,190 @@ def test_redact_all_matches_redact_on_each_text() -> None:
     texts = ["", "plain words", f"key {FAKE_GITHUB}", "mail a@b.io", "password: hunter22"]
     assert redactor.redact_all(texts) == [redactor.redact(t) for t in texts]
     assert redactor.redact_all(["a", "b"])[0] == "a"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "my password is 'correct horse battery staple'",
+            "my password is '[REDACTED:password]'",
+        ),
+        (
+            'My passphrase is "correct horse battery staple", ok?',
+            'My passphrase is "[REDACTED:password]", ok?',
+        ),
+        (
+            "the wifi password is “purple monkey dishwasher”.",
+            "the wifi password is “[REDACTED:password]”.",
+        ),
+        ("pw: hunter22x", "pw: [REDACTED:password]"),
+        ("pwd: hunter22x", "pwd: [REDACTED:password]"),
+        ("my pw is Hunter22x", "my pw is [REDACTED:password]"),
+        ("DB_PW=hunter22x", "DB_PW=[REDACTED:password]"),
+    ],
+)
+def test_quoted_passphrases_and_short_password_words_are_redacted(text: str, expected: str) -> None:
+    assert Redactor().redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("密码 abc12345", "密码 [REDACTED:password]"),
+        ("我的密码 abc12345，别外传", "我的密码 [REDACTED:password]，别外传"),
+        ("wifi密码abc12345", "wifi密码[REDACTED:password]"),
+        ("密码是：１２３４５６", "密码是：[REDACTED:password]"),
+        ("密码：Ａｂｃ１２３４５。", "密码：[REDACTED:password]。"),
+        ("我的口令是 Zx9kq77w", "我的口令是 [REDACTED:password]"),
+        ("密钥是 sk123abcdef456", "密钥是 [REDACTED:secret]"),
+        ("API密钥：AbCd1234EfGh5678", "API密钥：[REDACTED:secret]"),
+        ("秘钥为 Abc123456xyz", "秘钥为 [REDACTED:secret]"),
+        ("token 是 abcdef123456789xyz", "token 是 [REDACTED:secret]"),
+        ("我的token是abc123def456ghi，帮我看看", "我的token是[REDACTED:secret]，帮我看看"),
+    ],
+)
+def test_chinese_secret_statements_with_or_without_a_verb_are_redacted(
+    text: str, expected: str
+) -> None:
+    assert Redactor().redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ｐａｓｓｗｏｒｄ: hunter22", "ｐａｓｓｗｏｒｄ: [REDACTED:password]"),
+        ("password：ｈｕｎｔｅｒ２２", "password：[REDACTED:password]"),
+        (
+            "token " + FAKE_GITHUB.translate({c: c + 0xFEE0 for c in range(0x21, 0x7F)}),
+            "token [REDACTED:github_token]",
+        ),
+        ("卡号 ４１１１ １１１１ １１１１ １１１１", "卡号 [REDACTED:card_number]"),
+    ],
+)
+def test_full_width_characters_are_detected_and_the_original_span_replaced(
+    text: str, expected: str
+) -> None:
+    assert Redactor().redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password: process.env.DB_PASSWORD",
+        "password: config.db.password",
+        "password: settings.DB_PASSWORD,",
+        "pw: str",
+        "密码 SHA256 哈希后存储",
+        "密码 reset 流程在哪里？",
+        "密码 ******",
+        "密钥是 RSA2048",
+        "token 是 JWT 格式",
+        "the password is 'too short' according to the validator",
+        'the error says "password is required"',
+        "my password is 'not strong enough'",
+    ],
+)
+def test_references_algorithms_and_quoted_messages_are_not_redacted(text: str) -> None:
+    assert Redactor().findings(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "I changed my password to hunter22 yesterday",
+            "I changed my password to [REDACTED:password] yesterday",
+        ),
+        ('set the password to "Winter2024!"', 'set the password to "[REDACTED:password]"'),
+        ("My PIN is 4321", "My PIN is [REDACTED:password]"),
+    ],
+)
+def test_passwords_set_to_a_value_and_pins_are_redacted(text: str, expected: str) -> None:
+    assert Redactor().redact(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "reset the password to default",
+        "Set the password to at least 12 characters",
+        "The pin is pulled high by default on GPIO 17.",
+        "pin: 3.3V, GND, SDA, SCL",
+        "密码是8-16位",
+        "密码是 SHA256 加密的",
+        "口令为 UTF-8",
+        "密码为 null",
+        "密码是 ${DB_PASSWORD}",
+        "密码：xxxxxxxx",
+        'password: "********"',
+        "PW=$(cat /run/secrets/pw)",
+        "password: !vault |",
+    ],
+)
+def test_sizes_algorithms_masks_and_commands_after_password_words_are_not_redacted(
+    text: str,
+) -> None:
+    assert Redactor().findings(text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My key is [REDACTED:openai_key]",
+        "API token: [REDACTED:secret]",
+        "User's OpenAI API key is [REDACTED:openai_key].",
+        "The user's password for the staging db is [REDACTED:password]",
+        "密码是[REDACTED:password]",
+        "我的 GitHub token 是 [REDACTED:github_token]",
+        "[REDACTED:aws_access_key] and [REDACTED:aws_secret_key]",
+    ],
+)
+def test_text_saying_nothing_but_a_redacted_secret_is_only_redaction(text: str) -> None:
+    assert is_only_redaction(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Deploys to staging with [REDACTED:aws_access_key]",
+        "Prefers short answers",
+        "Lives in Berlin; key [REDACTED:openai_key]",
+        "Lives in Berlin and the key is [REDACTED:openai_key]",
+        "Is rotating [REDACTED:github_token] after the leak in the CI logs",
+        "",
+        "My key is sk-nope",
+    ],
+)
+def test_text_with_more_than_a_redacted_secret_is_not_only_redaction(text: str) -> None:
+    assert not is_only_redaction(text)
+
+
+def test_every_kind_of_marker_alone_with_filler_is_only_redaction() -> None:
+    redactor = Redactor(emails=True, phones=True)
+    kinds = {
+        finding.kind
+        for finding in redactor.findings(
+            f"{FAKE_GITHUB} {FAKE_AWS_ID} a@b.io +1 415 555 0132 password: hunter22"
+        )
+    }
+    assert kinds == {"github_token", "aws_access_key", "email", "phone", "password"}
+    for kind in kinds:
+        assert is_only_redaction(f"My {kind.replace('_', ' ')} is [REDACTED:{kind}]")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I changed my password to hunter22x yesterday",
+        "password for the db: 'pa ss w0rd'",
+        "密码 abc12345，密钥是 sk123abcdef456，token 是 abcdef123456789xyz",
+        "ｐａｓｓｗｏｒｄ: hunter22 and pw: hunter33x",
+        "My PIN is 4321; card 4111 1111 1111 1111",
+    ],
+)
+def test_redacting_redacted_text_changes_nothing(text: str) -> None:
+    redactor = Redactor(emails=True, phones=True)
+    once = redactor.redact(text)
+    assert once != text
+    assert redactor.redact(once) == once
