@@ -145,6 +145,14 @@ REINFORCEMENTS = [
     "很满意",
     "这就对了",
     "做得好",
+    # praise of the answer, worded like praise of something else
+    "Perfect, that's exactly what I needed",
+    "Works great, thanks!",
+    "It works great now, thanks",
+    "Your fix works perfectly.",
+    "That works perfectly on my machine now",
+    "This is perfect for my use case",
+    "完美，就是我想要的",
 ]
 
 NOT_REINFORCEMENTS = [
@@ -181,6 +189,29 @@ NOT_REINFORCEMENTS = [
     "他说得对",
     "我老板说得对，我们应该先写测试",
 ]
+
+# "great" / "perfect" about a platform, a tool or an old version, or only in part: no
+# judgement of the assistant's answer.
+PRAISE_OF_SOMETHING_ELSE = [
+    "It works great on Linux but not on Mac",
+    "It works perfectly on Linux but crashes on Windows",
+    "Works great locally but fails in CI",
+    "The old version works perfectly, the new one doesn't",
+    "The library works great, but your code throws an error",
+    "Python works great for this kind of task",
+    "It looks perfect in Chrome but broken in Safari",
+    "It's perfect for small projects but not for large ones",
+    "Everything works great except the login",
+    "在Linux上完美运行，但Mac上不行",
+    "这个库很完美，可是你的代码报错了",
+]
+
+
+@pytest.mark.parametrize("text", PRAISE_OF_SOMETHING_ELSE)
+def test_great_or_perfect_about_something_else_or_only_in_part_is_not_reinforcement(
+    text: str,
+) -> None:
+    assert not detect_reinforcement(_turn(text))
 
 
 @pytest.mark.parametrize("text", REINFORCEMENTS)
@@ -264,7 +295,7 @@ def test_window_below_one_is_rejected(window: int) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    CORRECTIONS + NOT_CORRECTIONS + REINFORCEMENTS + NOT_REINFORCEMENTS,
+    CORRECTIONS + NOT_CORRECTIONS + REINFORCEMENTS + NOT_REINFORCEMENTS + PRAISE_OF_SOMETHING_ELSE,
 )
 def test_keyword_prefilter_never_changes_the_answer(text: str) -> None:
     from memfold import signals

@@ -84,6 +84,13 @@ _VETO_AFTER: Final = re.compile(r"\s*(?:\?|？|吗|么|嘛)")
 
 # --- reinforcement ------------------------------------------------------------------------
 
+# "works great on Linux but not on Mac", "perfect for small projects, except …": the
+# praise is about a platform or a part, and the rest of the sentence takes it back.
+_CONTRAST_AFTER_EN: Final = (
+    r"(?![^.!?\n]*\b(?:but|except|though|although|however|whereas|yet|doesn't|does\s+not|"
+    r"don't|isn't|won't|can't|fails?|failing|crash(?:es|ed|ing)?|breaks?|broken)\b)"
+)
+
 _REINFORCEMENT_EN: Final = (
     r"(?:^|[.!?\n]\s*)(?:yes|yep|yeah|yup)?[\s,!.]*exactly\b"
     r"(?!\s+(?:what\s+i\s+(?:didn't|did\s+not|don't)|the\s+(?:problem|issue|opposite)|wrong))",
@@ -91,8 +98,8 @@ _REINFORCEMENT_EN: Final = (
     r"was\s+looking\s+for|had\s+in\s+mind))\b",
     r"(?:^|[.!?\n]\s*)(?:perfect|excellent|brilliant|bingo|spot\s+on|nailed\s+it|correct)"
     r"(?=\s*(?:[,.!—–-]|$|thanks\b|thank\s+you\b))",
-    r"\b(?:that's|that\s+is|this\s+is|it's|it\s+is|looks|sounds|works)\s+"
-    r"(?:just\s+|absolutely\s+|really\s+)?(?:perfect|perfectly)\b",
+    r"\b(?:that's|that\s+is|this\s+is|it's|it\s+is|looks|sounds)\s+"
+    r"(?:just\s+|absolutely\s+|really\s+)?(?:perfect|perfectly)\b" + _CONTRAST_AFTER_EN,
     r"\b(?:that's|that\s+is)\s+(?:absolutely\s+|exactly\s+|quite\s+)?(?:right|correct)\b",
     r"\byou(?:'re| are)\s+(?:absolutely\s+|totally\s+|quite\s+|completely\s+)?(?:right|correct)\b",
     r"\byou\s+(?:got\s+it(?:\s+right)?|nailed\s+it)\b",
@@ -101,7 +108,13 @@ _REINFORCEMENT_EN: Final = (
     r"\bkeep\s+(?:doing\s+(?:that|this|it)|it\s+up|it\s+(?:like\s+)?(?:this|that)|this\s+style)\b",
     r"\b(?:great|good|nice)\s+job\b|\bwell\s+done\b|\bspot\s+on\b",
     r"(?:^|[.!?\n]\s*|\b(?:that's|this\s+is|it's|now\s+it's)\s+)(?:much|way|so\s+much)\s+better\b",
-    r"\bworks\s+(?:perfectly|great)\b",
+    # the answer works, said of it ("it", "your fix") or of nothing: not "Python works
+    # great", "the old version works perfectly"
+    r"(?:^|[.!?\n,;:]\s*)(?:(?:yes|yeah|yep|ok|okay|wow|great|thanks)[,!]?\s+)?"
+    r"(?:(?:it|that|this|everything|(?:your|the|this|that|my)\s+(?:new\s+|updated\s+|fixed\s+)?"
+    r"(?:fix|code|change|changes|solution|version|patch|script|query|answer|approach|"
+    r"suggestion|function|config|command|regex|snippet|example|workaround))\s+)?"
+    r"(?:(?:now|still|also|really|just|all)\s+)?works\s+(?:perfectly|great)\b" + _CONTRAST_AFTER_EN,
     r"\bi\s+(?:love|like)\s+(?:it|this|that)(?=\s*(?:[,.!]|$|a\s+lot\b|very\s+much\b))",
 )
 
@@ -113,7 +126,7 @@ _REINFORCEMENT_ZH: Final = (
     r"(?:这|这个)?(?:就|正|正好)是我(?:想要|要|需要|想)的",
     r"这就对了|没错[，,！!\s]*就是",
     r"非常好(?![用看吃听玩像奇几])|太好了|太棒了|好极了|很棒|真棒|真不错|干得(?:好|漂亮)|做得(?:好|很好|不错)",
-    r"完美(?!主义)",
+    r"完美(?!主义)(?![^。！？!?\n]*(?:但|可是|不过|却|除了|只是))",
     r"继续保持|保持这样|以后(?:都|就)这样|照这样|就按这个",
     r"正合我意|没毛病|(?:很|非常|十分)满意",
 )
