@@ -315,6 +315,67 @@ def test_going_to_use_is_not_an_identity_or_stack_statement(extractor: RuleExtra
     assert _contents(extractor, "I'm going to use Rust for the parser.") == []
 
 
+# self-judgements and hedges about oneself are not a job; past jobs and homes are not
+# current ones
+SELF_JUDGEMENTS_AND_PAST = [
+    "我觉得我是个好老师",
+    "我是个好老师",
+    "我是个半吊子程序员",
+    "我算是半个程序员吧",
+    "我感觉自己是个失败的产品经理",
+    "I think I'm a decent engineer",
+    "I feel like I'm a terrible manager",
+    "I'm a bad developer",
+    "I'm a good teacher, I hope",
+    "I think I'm bad at SQL",
+    "I'm a former teacher",
+    "I'm a former engineer at Google",
+    "之前我在阿里工作",
+    "我在阿里工作过",
+    "我之前是老师",
+    "我原来住在北京",
+    "I previously worked at Google",
+    "I was an engineer at Google",
+    "I used to live in Paris",
+]
+
+
+@pytest.mark.parametrize("text", SELF_JUDGEMENTS_AND_PAST)
+def test_self_judgement_or_past_statement_yields_no_fact(
+    extractor: RuleExtractor, text: str
+) -> None:
+    assert _contents(extractor, text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "contents"),
+    [
+        (
+            "I'm an engineer by training but I work as a PM",
+            ["Is an engineer by training", "Works as a PM"],
+        ),
+        ("I'm a student and I work as a tutor.", ["Works as a tutor"]),
+        ("I moved from Paris to Berlin", ["Lives in Berlin"]),
+        ("I recently moved to Berlin from Paris.", ["Lives in Berlin"]),
+        ("I used to live in Paris, now I live in Berlin.", ["Lives in Berlin"]),
+        ("我从北京搬到了上海", ["住在上海"]),
+        ("我去年从北京搬到上海。", ["住在上海"]),
+        ("我以前在阿里工作，现在我在腾讯工作", ["就职于腾讯"]),
+    ],
+)
+def test_the_current_role_or_place_wins_over_training_and_the_past(
+    extractor: RuleExtractor, text: str, contents: list[str]
+) -> None:
+    assert _contents(extractor, text) == contents
+
+
+def test_trained_role_does_not_supersede_the_current_one(extractor: RuleExtractor) -> None:
+    doc = empty_document().with_changes(facts=[Fact("fact_role", "Works as a PM", source="t0")])
+    change = extractor.propose(_request("I'm an engineer by training.", document=doc)).change_set
+    assert [f.content for f in change.new_facts] == ["Is an engineer by training"]
+    assert change.removals == ()
+
+
 # --- task-scoped instructions -------------------------------------------------------------
 
 TASK_SCOPED = [

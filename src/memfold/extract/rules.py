@@ -114,6 +114,13 @@ _COMMON_WORDS = frozenset(
     ]
 )
 _SPACES = re.compile(r"\s+")
+# "I used to live in Paris, now I live in Berlin": the clause about now is read (and
+# guarded) on its own, so the past in the first clause neither leaks into nor vetoes it.
+_NOW_CLAUSE = re.compile(
+    r"\s*[,;，；]\s*(?:(?:but|and)\s+)?(?=(?:now|these days|nowadays|today|currently)\s*,?\s*I\b)"
+    r"|\s*[,;，；]\s*(?:但是?|不过|而)?(?=(?:现在|目前|如今)我)",
+    re.IGNORECASE,
+)
 _CLAUSE_SPLIT = re.compile(r"\s*(?:[;；。\n]|\.(?=\s|$))\s*")
 _EDGE_PUNCT = "\"'`*_ \t,.;:!?，。；：！？、…~～()（）[]【】"
 
@@ -221,19 +228,30 @@ class RuleExtractor:
         plain = _without_code(text)
         yield from self._corrections(plain, corrected, hinted)
         unquoted = _QUOTED.sub(" … ", plain)
-        for sentence, question in _sentences(unquoted):
-            if question or (self._rules.guard and self._rules.guard.search(sentence)):
+        for whole, question in _sentences(unquoted):
+            if question:
                 continue
-            task = bool(self._rules.task_marker and self._rules.task_marker.search(sentence))
-            has_cjk = bool(CJK.search(sentence))
-            has_latin = bool(_LATIN.search(sentence))
-            for rule in self._statement_rules:
-                if (rule.cjk and not has_cjk) or (not rule.cjk and not has_latin):
-                    continue
-                for match in rule.regex.finditer(sentence):
-                    content = self._render(rule, match)
-                    if content:
-                        yield _Hit(content, rule, None, task)
+            for sentence in _NOW_CLAUSE.split(whole):
+                yield from self._statements(sentence)
+
+    def _statements(self, sentence: str) -> Iterator[_Hit]:
+        if self._rules.guard and self._rules.guard.search(sentence):
+            return
+        task = bool(self._rules.task_marker and self._rules.task_marker.search(sentence))
+        has_cjk = bool(CJK.search(sentence))
+        has_latin = bool(_LATIN.search(sentence))
+        found: list[tuple[int, _Hit]] = []
+        for rule in self._statement_rules:
+            if (rule.cjk and not has_cjk) or (not rule.cjk and not has_latin):
+                continue
+            for match in rule.regex.finditer(sentence):
+                content = self._render(rule, match)
+                if content:
+                    found.append((match.start("value"), _Hit(content, rule, None, task)))
+        # in the order they were said, so the later of two roles in a sentence wins
+        found.sort(key=lambda item: item[0])
+        for _, hit in found:
+            yield hit
 
     def _corrections(self, plain: str, corrected: str | None, hinted: bool) -> Iterator[_Hit]:
         # A correction opens the message; with the capture-time hint, any sentence may.
