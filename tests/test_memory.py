@@ -381,3 +381,28 @@ def test_record_after_close_is_refused_without_raising(tmp_path, caplog):
     mem.close()
     assert mem.record(ALICE, thread_id="t1", user_id="alice") is False
     assert "closed" in caplog.text
+
+
+def test_a_manual_fact_that_is_only_a_secret_is_refused_and_nothing_is_stored(tmp_path):
+    with make_memory(tmp_path) as mem:
+        with pytest.raises(ValueError, match="only a secret"):
+            mem.add_fact("My password is hunter2hunter2", user_id="alice")
+        fact = mem.add_fact(
+            "Deploys with key sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD", user_id="alice"
+        )
+        assert "sk-proj" not in fact.content
+        with pytest.raises(ValueError, match="only a secret"):
+            mem.edit_fact(fact.id, content="password: hunter2hunter2", user_id="alice")
+        assert [f.content for f in mem.get(user_id="alice").facts] == [fact.content]
+
+
+def test_an_extracted_fact_that_is_only_a_secret_is_not_stored(tmp_path):
+    reply = (
+        '{"newFacts": [{"content": "API key is [REDACTED:openai_key]", "category": "context", '
+        '"confidence": 0.9, "scope": "user", "durability": "durable"}, {"content": "Likes Go", '
+        '"category": "preference", "confidence": 0.9, "scope": "user", "durability": "durable"}]}'
+    )
+    with make_memory(tmp_path, chat_model=ScriptedChatModel([reply])) as mem:
+        result = mem.update(ALICE, thread_id="t1", user_id="alice")
+        assert [f.content for f in mem.get(user_id="alice").facts] == ["Likes Go"]
+    assert any(c.reason == "only a redacted secret" for c in result.changes)

@@ -29,6 +29,7 @@ from memfold._facts import (
 )
 from memfold.extract.base import ChangeSet, FactRemoval, NewFact, SummaryUpdate
 from memfold.model import SUMMARY_SECTIONS, Fact, MemoryDocument, Signals, Summary
+from memfold.redact import is_only_redaction
 
 __all__ = [
     "ApplyContext",
@@ -208,6 +209,9 @@ def _admit(
         content, reason, confidence = _reject_reason(item, context.confidence_threshold)
         if context.scrub is not None and reason is None:  # security: redact new facts
             content = context.scrub(content)
+        # Checked even without a scrubber: the model saw redacted turns and may echo markers.
+        if reason is None and is_only_redaction(content):
+            reason = "only a redacted secret"
         if reason is not None or confidence is None:
             skipped.append(Change("skipped", None, None, content, reason or "invalid"))
             continue

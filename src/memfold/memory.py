@@ -33,7 +33,7 @@ from memfold.model import (
 )
 from memfold.queue.base import Job, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
-from memfold.redact import redact_messages, redactor_for
+from memfold.redact import is_only_redaction, redact_messages, redactor_for
 from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
@@ -307,8 +307,7 @@ class Memory:
             ValueError: empty content or a confidence outside [0, 1].
         """
         scope = Scope(user_id, agent)
-        if self._redactor is not None and isinstance(content, str):  # security: redact
-            content = self._redactor(content)
+        content = self._redact_fact(content)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
             return edits.add_fact(
@@ -336,8 +335,7 @@ class Memory:
             DuplicateFactError: the new content duplicates another fact.
         """
         scope = Scope(user_id, agent)
-        if self._redactor is not None and isinstance(content, str):  # security: redact
-            content = self._redactor(content)
+        content = self._redact_fact(content)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
             return edits.edit_fact(
@@ -391,6 +389,20 @@ class Memory:
 
         self._edit(Scope(user_id, agent), change)
         return self.get(user_id=user_id, agent=agent)
+
+    def _redact_fact(self, content: object) -> Any:
+        """security: a fact a person types is redacted like conversation text, and one that
+        is nothing but a secret is refused rather than stored as a marker. Anything that
+        is not text is passed on for ``edits`` to reject with its own message."""
+        if self._redactor is None or not isinstance(content, str):
+            return content
+        clean = self._redactor(content)
+        if is_only_redaction(clean):
+            raise ValueError(
+                "this fact holds only a secret, which memfold never stores; "
+                "describe it without the secret (e.g. 'Uses an OpenAI API key')"
+            )
+        return clean
 
     def _edit(
         self, scope: Scope, change: Callable[[MemoryDocument], tuple[MemoryDocument, _T]]

@@ -77,8 +77,10 @@ def test_manual_add_and_edit_are_redacted(tmp_path: Path) -> None:
     with _memory(tmp_path, ScriptedChatModel()) as mem:
         fact = mem.add_fact(f"CI token {GITHUB}", user_id="u")
         assert fact.content == "CI token [REDACTED:github_token]"
-        edited = mem.edit_fact(fact.id, content=f"Stripe {STRIPE}", user_id="u")
-        assert edited.content == "Stripe [REDACTED:stripe_key]"
+        edited = mem.edit_fact(
+            fact.id, content=f"Bills customers through Stripe with {STRIPE}", user_id="u"
+        )
+        assert edited.content == "Bills customers through Stripe with [REDACTED:stripe_key]"
     assert GITHUB not in _stored_text(tmp_path)
     assert STRIPE not in _stored_text(tmp_path)
 
@@ -90,11 +92,12 @@ def test_redaction_can_be_switched_off(tmp_path: Path) -> None:
 
 def test_emails_are_redacted_only_when_configured(tmp_path: Path) -> None:
     with _memory(tmp_path, ScriptedChatModel(), redact_emails=True) as mem:
-        assert mem.add_fact("Mail ann@example.org", user_id="u").content == (
-            "Mail [REDACTED:email]"
+        assert mem.add_fact("Sends reports to ann@example.org", user_id="u").content == (
+            "Sends reports to [REDACTED:email]"
         )
     with _memory(tmp_path / "b", ScriptedChatModel()) as mem:
-        assert mem.add_fact("Mail ann@example.org", user_id="u").content == "Mail ann@example.org"
+        fact = mem.add_fact("Sends reports to ann@example.org", user_id="u")
+        assert fact.content == "Sends reports to ann@example.org"
 
 
 def test_apply_scrubs_new_items_and_leaves_stored_ones_alone() -> None:
@@ -104,11 +107,22 @@ def test_apply_scrubs_new_items_and_leaves_stored_ones_alone() -> None:
     )  # fmt: skip
     document = MemoryDocument(facts=(old,))
     change_set = ChangeSet(
-        new_facts=(NewFact(f"Uses {STRIPE}", "context", 0.9, scope="user", durability="durable"),),
+        new_facts=(
+            NewFact(
+                f"Bills customers through Stripe with {STRIPE}",
+                "context",
+                0.9,
+                scope="user",
+                durability="durable",
+            ),
+        ),
         summaries=(SummaryUpdate("topOfMind", f"Rotating {GITHUB}"),),
     )
     context = ApplyContext(now=datetime(2026, 2, 1, tzinfo=UTC), thread_id="t1", scrub=Redactor())
     result = apply(document, change_set, context)
     contents = [f.content for f in result.document.facts]
-    assert contents == [f"Legacy note {GITHUB}", "Uses [REDACTED:stripe_key]"]
+    assert contents == [
+        f"Legacy note {GITHUB}",
+        "Bills customers through Stripe with [REDACTED:stripe_key]",
+    ]
     assert result.document.summary("topOfMind") == "Rotating [REDACTED:github_token]"
