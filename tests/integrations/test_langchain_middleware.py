@@ -524,3 +524,23 @@ def test_async_injection_reads_the_store_off_the_event_loop_thread(
 
     assert store.load_threads
     assert loop_threads[0] not in store.load_threads
+
+
+def test_a_context_without_user_id_is_warned_about_once(
+    memory: Memory, make_model: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = build(make_model(), MemoryMiddleware(memory))
+    with caplog.at_level(logging.WARNING, logger="memfold.integrations.langchain"):
+        ask(agent, "hello", tenant="acme")
+        ask(agent, "hello again", tenant="acme")
+    warnings = [r for r in caplog.records if "has no user_id" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def test_no_warning_when_the_user_id_is_given(
+    memory: Memory, make_model: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    agent = build(make_model(), MemoryMiddleware(memory))
+    with caplog.at_level(logging.WARNING, logger="memfold.integrations.langchain"):
+        ask(agent, "hello", user_id="alice")
+    assert "has no user_id" not in caplog.text

@@ -131,13 +131,25 @@ class _Identity:
         self._user_id = user_id
         self._agent = agent
         self._warned_no_thread = False
+        self._warned_no_user = False
 
     def key(self, runtime: Runtime[Any] | None) -> _Key:
         """Raises whatever a user-supplied resolver raises."""
-        return (
-            resolve_thread_id(runtime),
-            _resolve_id(self._user_id, runtime, "user_id"),
-            _resolve_id(self._agent, runtime, "agent"),
+        user_id = _resolve_id(self._user_id, runtime, "user_id")
+        if user_id is None and self._user_id is None:
+            self._note_context_without_user(runtime)
+        return (resolve_thread_id(runtime), user_id, _resolve_id(self._agent, runtime, "agent"))
+
+    def _note_context_without_user(self, runtime: Runtime[Any] | None) -> None:
+        """A run that has a context but no ``user_id`` in it is probably a multi-user app
+        that forgot to pass one: its memory goes to the shared default user. Say so once."""
+        if self._warned_no_user or getattr(runtime, "context", None) is None:
+            return
+        self._warned_no_user = True
+        logger.warning(
+            "memfold: the run's context has no user_id, so memory is that of the default "
+            "user; pass context={'user_id': ...} or MemoryMiddleware(..., user_id=...) "
+            "(logged once)"
         )
 
     def note_missing_thread(self) -> None:
