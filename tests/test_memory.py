@@ -406,3 +406,38 @@ def test_an_extracted_fact_that_is_only_a_secret_is_not_stored(tmp_path):
         result = mem.update(ALICE, thread_id="t1", user_id="alice")
         assert [f.content for f in mem.get(user_id="alice").facts] == ["Likes Go"]
     assert any(c.reason == "only a redacted secret" for c in result.changes)
+
+
+class GatedStore(InMemoryStore):
+    """Holds the first load made by a worker thread until the test releases it."""
+
+    def __init__(self):
+        super().__init__()
+        self.worker_loading = threading.Event()
+        self.release = threading.Event()
+
+    def load(self, scope):
+        if threading.current_thread() is not threading.main_thread() and not self.release.is_set():
+            self.worker_loading.set()
+            assert self.release.wait(10)
+        return super().load(scope)
+
+
+def test_clear_while_a_taken_job_has_not_loaded_the_document_yet_forgets_its_turns(tmp_path):
+    store = GatedStore()
+    spy = SpyExtractor()
+    mem = Memory(MemoryConfig(home=tmp_path / "home"), store=store, extractor=spy)
+    try:
+        assert mem.record(ALICE[:2], thread_id="t1", user_id="alice", urgent=True)
+        assert store.worker_loading.wait(10)  # a worker took the job and is about to load
+        mem.clear(user_id="alice")
+        store.release.set()
+        assert mem.flush(timeout=10)
+        assert mem.get(user_id="alice").facts == ()
+        mem.update(ALICE, thread_id="t1", user_id="alice")  # the thread goes on
+    finally:
+        store.release.set()
+        mem.close()
+    sent = [m.content for m in spy.requests[-1].messages]
+    assert ALICE[0]["content"] not in sent  # said before the clear: forgotten
+    assert ALICE[2]["content"] in sent

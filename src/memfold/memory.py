@@ -31,7 +31,7 @@ from memfold.model import (
     document_from_dict,
     document_to_dict,
 )
-from memfold.queue.base import Job, QueueStatus, UpdateQueue
+from memfold.queue.base import Job, JobKey, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
 from memfold.redact import is_only_redaction, redact_messages, redactor_for
 from memfold.signals import detect
@@ -107,6 +107,8 @@ class Memory:
         self._queue: UpdateQueue | None = None
         self._lock = threading.Lock()
         self._usage = Usage()
+        # (key, first-record time) of jobs that were running when their scope was cleared
+        self._fenced: set[tuple[JobKey, float]] = set()
         self._closed = False
         self._close_result = True
         if config.queue != "memory":
@@ -214,8 +216,15 @@ class Memory:
             return self._queue
 
     def _process_job(self, job: Job) -> UpdateResult:
-        result = self._updater.run(job.scope, job.thread_id, job.messages, job.signals)
-        self._add_usage(result.usage)
+        # A retry keeps the key and the first-record time, so it stays fenced too.
+        mark = (job.key, job.enqueued_at)
+        result = self._updater.run(
+            job.scope, job.thread_id, job.messages, job.signals,
+            fenced=lambda: mark in self._fenced,
+        )  # fmt: skip
+        with self._lock:
+            self._fenced.discard(mark)
+            self._usage = self._usage + result.usage
         return result
 
     def _add_usage(self, usage: Usage) -> None:
@@ -359,7 +368,14 @@ class Memory:
         their turns are marked seen, so a thread that goes on is not re-learned from them.
         """
         scope = Scope(user_id, agent)
-        dropped = () if self._queue is None else self._queue.discard(scope)
+        queue = self._queue
+        dropped = () if queue is None else queue.discard(scope)
+        # A job a worker has taken may not have loaded the document yet, so the generation
+        # fence cannot see this clear; name it fenced instead.
+        running = getattr(queue, "running_jobs", None)
+        if running is not None:
+            with self._lock:
+                self._fenced.update((job.key, job.enqueued_at) for job in running(scope))
         self._store.clear(scope)
         for job in dropped:
             retry_on_conflict(

@@ -86,8 +86,14 @@ class Updater:
         thread_id: str,
         messages: Sequence[Message],
         signals: Signals,
+        *,
+        fenced: Callable[[], bool] | None = None,
     ) -> UpdateResult:
         """Extract from the messages the scope has not seen for this thread and commit.
+
+        The result is discarded (and the turns marked seen) when the scope is cleared
+        meanwhile: its ``generation`` moved, or ``fenced()`` says this job predates a
+        clear that happened before the job could load the document.
 
         Raises:
             ExtractionError, ChatModelError: the extractor failed (the queue retries).
@@ -108,7 +114,7 @@ class Updater:
 
         def attempt() -> UpdateResult:
             current = fresh.pop() if fresh else self._store.load(scope)
-            if current.generation != generation:
+            if current.generation != generation or (fenced is not None and fenced()):
                 logger.info("update for %s discarded: memory was cleared meanwhile", scope)
                 revision = self.mark_seen(scope, thread_id, messages, current)
                 return UpdateResult(

@@ -407,6 +407,11 @@ class InProcessQueue(QueueCore):
             for key, item in items
         )  # fmt: skip
 
+    def running_jobs(self, scope: Scope) -> tuple[Job, ...]:
+        """The scope's jobs taken by a worker and not finished yet."""
+        with self._cond:
+            return tuple(job for job in self._in_flight.values() if job.scope == scope)
+
     def pending_keys(self) -> tuple[JobKey, ...]:
         """Keys waiting to run (not those in flight), earliest due first."""
         with self._cond:
