@@ -224,7 +224,7 @@ class Memory:
         )  # fmt: skip
         with self._lock:
             self._fenced.discard(mark)
-            self._usage = self._usage + result.usage
+        self._add_usage(result.usage)
         return result
 
     def _add_usage(self, usage: Usage) -> None:
@@ -378,8 +378,10 @@ class Memory:
                 self._fenced.update((job.key, job.enqueued_at) for job in running(scope))
         self._store.clear(scope)
         for job in dropped:
+            # the watermark is computed on redacted turns, as the updater sees them
+            seen = redact_messages(job.messages, self._redactor)
             retry_on_conflict(
-                functools.partial(self._updater.mark_seen, scope, job.thread_id, job.messages)
+                functools.partial(self._updater.mark_seen, scope, job.thread_id, seen)
             )
 
     def import_document(

@@ -155,7 +155,8 @@ class Updater:
         messages: Sequence[Message],
         document: MemoryDocument | None = None,
     ) -> int:
-        """Move the thread's watermark past ``messages`` without learning from them.
+        """Move the thread's watermark past ``messages`` (already redacted) without
+        learning from them.
 
         Turns said before a ``clear`` are forgotten with it: without this, the thread's
         next update would send them again and re-learn what the user asked to forget.
@@ -165,9 +166,7 @@ class Updater:
             ConflictError: the commit raced (callers retry through ``retry_on_conflict``).
         """
         current = self._store.load(scope) if document is None else document
-        marked = watermark.advance(
-            current, thread_id, redact_messages(messages, self._redactor), iso(self._now())
-        )
+        marked = watermark.advance(current, thread_id, messages, iso(self._now()))
         if _same_watermark(current, marked, thread_id):
             return current.revision
         return self._store.commit(scope, marked, expected_revision=current.revision).revision
