@@ -64,6 +64,16 @@ class _Pending:
     urgent: bool = False
     not_before: float = -math.inf  # a retry's backoff; a later record does not cut it short
 
+    def job(self, key: JobKey) -> Job:
+        return Job(
+            key,
+            self.messages,
+            self.signals,
+            attempt=self.attempt,
+            enqueued_at=self.first_added,
+            urgent=self.urgent,
+        )
+
 
 class InProcessQueue(QueueCore):
     """A debounced, keyed queue running ``process(job)`` on a pool of worker threads.
@@ -240,14 +250,7 @@ class InProcessQueue(QueueCore):
                 continue
             del self._pending[entry.key]
             self._busy_scopes.add(scope)
-            job = Job(
-                entry.key,
-                item.messages,
-                item.signals,
-                attempt=item.attempt,
-                enqueued_at=item.first_added,
-                urgent=item.urgent,
-            )
+            job = item.job(entry.key)
             self._in_flight[entry.key] = job
             return job
         return None
@@ -401,11 +404,7 @@ class InProcessQueue(QueueCore):
             keys = [k for k in self._pending if Scope(k[1], k[2]) == scope]
             items = [(key, self._pending.pop(key)) for key in keys]
             self._cond.notify_all()  # a flush waiting for these may be done now
-        return tuple(
-            Job(key, item.messages, item.signals, attempt=item.attempt,
-                enqueued_at=item.first_added, urgent=item.urgent)
-            for key, item in items
-        )  # fmt: skip
+        return tuple(item.job(key) for key, item in items)
 
     def running_jobs(self, scope: Scope) -> tuple[Job, ...]:
         """The scope's jobs taken by a worker and not finished yet."""
