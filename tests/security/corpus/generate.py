@@ -271,8 +271,9 @@ PROVIDERS: list[Provider] = [
     ("azure_ad_secret", "AZURE_CLIENT_SECRET", lambda g: g.an(3) + "8Q~" + g.urlsafe(34)),
     ("firecrawl", "FIRECRAWL_API_KEY", lambda g: "fc-" + g.hex(32)),
     ("deepseek", "DEEPSEEK_API_KEY", lambda g: "sk-" + g.hex(32)),
+    # a key file pasted as a JSON string: the PEM block's newlines are escaped
     ("gcp_service_account", "GOOGLE_APPLICATION_CREDENTIALS_JSON",
-     lambda g: '{"type": "service_account", "private_key_id": "' + g.hex(40) + '"'),
+     lambda g: g.pem("PRIVATE KEY").replace("\n", "\\n")),
     ("heroku_new", "HEROKU_API_KEY", lambda g: "HRKU-AA" + g.urlsafe(58)),
 ]  # fmt: skip
 

@@ -1,0 +1,190 @@
+"""The detection engine: a detector is a pattern plus cheap hints that decide whether it
+runs at all, and checks of the matched value; ``scan`` runs the detectors over a folded
+view of the text and resolves overlaps."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from memfold.redact._checks import entropy
+
+Check = Callable[[str], bool]
+Accept = Callable[["re.Match[str]"], bool]
+
+MARKER_START = "[REDACTED:"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A secret found in a text: its ``kind`` (the marker's label), the ``[start, end)``
+    span that is replaced, and the ``rule`` that found it (never the value)."""
+
+    kind: str
+    start: int
+    end: int
+    rule: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Detector:
+    kind: str
+    pattern: re.Pattern[str]
+    #: The group holding the value; of a tuple, the first that took part in the match.
+    group: int | str | tuple[str, ...] = 0
+    check: Check | None = None
+    #: The detector runs only when one of these substrings is in the text (lower-cased
+    #: when ``lower``) or ``hint`` matches: ``in`` tests are far cheaper than a scan.
+    hints: tuple[str, ...] = ()
+    lower: bool = False
+    hint: re.Pattern[str] | None = None
+    min_digits: int = 0
+    #: Only text with a non-ASCII character can match (a Chinese verb, say).
+    non_ascii: bool = False
+    #: Characters dropped from the end of the value ("密码是abc123。" ends the clause)
+    #: and from its start (an opening quote).
+    trim: str = ""
+    trim_start: str = ""
+    #: A check of the whole match (the name a value is assigned to, say).
+    accept: Accept | None = None
+    #: The value is kept only when its Shannon entropy is above this (bits/char).
+    min_entropy: float = 0.0
+    #: Text just before the match that says it is not this kind ("IMEI", "order").
+    not_after: re.Pattern[str] | None = None
+    #: The rule's name in findings; the kind when empty.
+    rule: str = ""
+
+    def might_match(self, view: View) -> bool:
+        if self.non_ascii and view.ascii is view.text:
+            return False
+        if self.min_digits:
+            return view.digits() >= self.min_digits
+        if self.hint is not None:
+            return self.hint.search(view.ascii) is not None
+        haystack = view.lower if self.lower else view.ascii
+        if not self.hints[0].isascii():
+            haystack = view.text
+        return any(h in haystack for h in self.hints)
+
+    def _matches(self, text: str) -> Iterator[re.Match[str]]:
+        """``finditer``, except that after a match ``accept`` refuses the search resumes
+        one character after its start: ``$env:JWT_SECRET = …`` first matches ``env: …``
+        (not a secret name), then ``JWT_SECRET = …``. Starts are token boundaries and
+        every match is bounded, so the retries keep the scan linear."""
+        if self.accept is None:
+            yield from self.pattern.finditer(text)
+            return
+        position = 0
+        search = self.pattern.search
+        while (match := search(text, position)) is not None:
+            accepted = self.accept(match)
+            if accepted:
+                yield match
+            position = match.end() if accepted and match.end() > match.start() else match.start() + 1
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """The ``[start, end)`` spans of values in ``text`` that pass every check."""
+        out: list[tuple[int, int]] = []
+        for match in self._matches(text):
+            group = self.group
+            if isinstance(group, tuple):
+                group = next((g for g in group if match.group(g) is not None), group[0])
+            start, end = match.span(group)
+            if start < 0:
+                continue
+            while end > start and text[end - 1] in self.trim:
+                end -= 1
+            while start < end and text[start] in self.trim_start:
+                start += 1
+            value = text[start:end]
+            if not value or MARKER_START in value:  # already redacted: idempotent
+                continue
+            if self.check is not None and not self.check(value):
+                continue
+            if self.min_entropy and entropy(value) <= self.min_entropy:
+                continue
+            if self.not_after is not None and self.not_after.search(
+                text, max(0, start - 24), start
+            ):
+                continue
+            out.append((start, end))
+        return out
+
+
+@lru_cache(maxsize=4096)
+def _nfkc(char: str) -> str:
+    return unicodedata.normalize("NFKC", char)
+
+
+def fold(text: str) -> str:
+    """``text`` with each character replaced by its NFKC form when that is one character
+    (full-width ``：１２ａ`` → ``:12a``, ideographic space → space), so detectors see
+    the ASCII shapes they know. One character for one keeps every span valid in the
+    original text; expansions ("…" → "...", "ﬁ" → "fi") are left as they are."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return text
+    for char in set(text):
+        if char > "\x9f":
+            folded = _nfkc(char)
+            if folded != char and len(folded) == 1:
+                # a few distinct characters: str.replace beats a translate table
+                text = text.replace(char, folded)
+    return text
+
+
+_NOT_DIGITS = bytes(c for c in range(256) if not 48 <= c <= 57)
+
+
+class View:
+    """A text folded for detection (``fold``) and its ASCII-only projections, for hint
+    checks. Dropping non-ASCII characters can only make ASCII hints appear more often,
+    never hide one; searching pure-ASCII strings is several times faster than mixed CJK
+    text."""
+
+    __slots__ = ("_digits", "ascii", "lower", "text")
+
+    def __init__(self, text: str, *, folded: bool = False) -> None:
+        text = text if folded else fold(text)
+        self.text = text
+        self.ascii = text if text.isascii() else text.encode("ascii", "ignore").decode("ascii")
+        self.lower = self.ascii.lower()
+        self._digits = -1
+
+    def digits(self) -> int:
+        if self._digits < 0:
+            self._digits = len(self.ascii.encode("ascii").translate(None, _NOT_DIGITS))
+        return self._digits
+
+
+def scan(view: View, detectors: Sequence[Detector]) -> list[Finding]:
+    """Non-overlapping findings in order; of overlapping ones the earliest, then the
+    longest, then the first detector wins."""
+    found: list[tuple[int, int, int, Detector]] = []
+    for priority, detector in enumerate(detectors):
+        if not detector.might_match(view):
+            continue
+        found.extend((start, -end, priority, detector) for start, end in detector.spans(view.text))
+    found.sort(key=lambda item: item[:3])
+    out: list[Finding] = []
+    last_end = 0
+    for start, neg_end, _, detector in found:
+        if start >= last_end:
+            out.append(Finding(detector.kind, start, -neg_end, detector.rule or detector.kind))
+            last_end = -neg_end
+    return out
+
+
+def replace_findings(text: str, findings: Sequence[Finding]) -> str:
+    if not findings:
+        return text
+    parts: list[str] = []
+    position = 0
+    for finding in findings:
+        parts.append(text[position : finding.start])
+        parts.append(f"[REDACTED:{finding.kind}]")
+        position = finding.end
+    parts.append(text[position:])
+    return "".join(parts)
