@@ -56,6 +56,12 @@ class Detector:
     not_after: re.Pattern[str] | None = None
     #: The rule's name in findings; the kind when empty.
     rule: str = ""
+    #: The hints can only stand in a long token (a provider key's prefix): they are
+    #: looked for in the text's long tokens only, far less text than the whole.
+    in_tokens: bool = False
+    #: Literal words (lower-case ASCII, or exact non-ASCII) at which every match starts:
+    #: the pattern is tried only there, not at every position of the text.
+    anchors: tuple[str, ...] = ()
 
     def might_match(self, view: View) -> bool:
         if self.non_ascii and view.ascii is view.text:
@@ -64,16 +70,20 @@ class Detector:
             return view.digits() >= self.min_digits
         if self.hint is not None:
             return self.hint.search(view.ascii) is not None
-        haystack = view.lower if self.lower else view.ascii
-        if not self.hints[0].isascii():
-            haystack = view.text
-        return any(h in haystack for h in self.hints)
+        if self.in_tokens:
+            tokens = view.tokens()
+            return any(h in tokens for h in self.hints)
+        ascii_haystack = view.lower if self.lower else view.ascii
+        return any(h in (ascii_haystack if h.isascii() else view.text) for h in self.hints)
 
     def _matches(self, text: str) -> Iterator[re.Match[str]]:
         """``finditer``, except that after a match ``accept`` refuses the search resumes
         one character after its start: ``$env:JWT_SECRET = …`` first matches ``env: …``
         (not a secret name), then ``JWT_SECRET = …``. Starts are token boundaries and
         every match is bounded, so the retries keep the scan linear."""
+        if self.anchors:
+            yield from self._anchored(text)
+            return
         if self.accept is None:
             yield from self.pattern.finditer(text)
             return
@@ -84,6 +94,25 @@ class Detector:
             if accepted:
                 yield match
             position = match.end() if accepted and match.end() > match.start() else match.start() + 1
+
+    def _anchored(self, text: str) -> Iterator[re.Match[str]]:
+        lowered = text.translate(_ASCII_LOWER)  # same length: positions stay valid
+        starts: set[int] = set()
+        for anchor in self.anchors:
+            haystack = lowered if anchor.isascii() else text
+            position = haystack.find(anchor)
+            while position >= 0:
+                starts.add(position)
+                position = haystack.find(anchor, position + 1)
+        covered = 0
+        match_at = self.pattern.match
+        for start in sorted(starts):
+            if start < covered:
+                continue
+            match = match_at(text, start)
+            if match is not None and (self.accept is None or self.accept(match)):
+                covered = match.end()
+                yield match
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """The ``[start, end)`` spans of values in ``text`` that pass every check."""
@@ -136,6 +165,11 @@ def fold(text: str) -> str:
 
 
 _NOT_DIGITS = bytes(c for c in range(256) if not 48 <= c <= 57)
+_ASCII_LOWER = str.maketrans(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
+)
+# Runs of token characters long enough to hold a provider key.
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-.+/=~:$]{12,}")
 
 
 class View:
@@ -144,7 +178,7 @@ class View:
     never hide one; searching pure-ASCII strings is several times faster than mixed CJK
     text."""
 
-    __slots__ = ("_digits", "ascii", "lower", "text")
+    __slots__ = ("_digits", "_tokens", "ascii", "lower", "text")
 
     def __init__(self, text: str, *, folded: bool = False) -> None:
         text = text if folded else fold(text)
@@ -152,6 +186,13 @@ class View:
         self.ascii = text if text.isascii() else text.encode("ascii", "ignore").decode("ascii")
         self.lower = self.ascii.lower()
         self._digits = -1
+        self._tokens: str | None = None
+
+    def tokens(self) -> str:
+        """The text's long tokens, lower-cased, joined by spaces."""
+        if self._tokens is None:
+            self._tokens = " ".join(_LONG_TOKEN.findall(self.lower))
+        return self._tokens
 
     def digits(self) -> int:
         if self._digits < 0:

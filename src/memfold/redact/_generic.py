@@ -35,10 +35,11 @@ _END_PUNCT = ".,;:)]}>\"'`"
 # be quoted (JSON, dict literals), subscripted (os.environ["NAME"] = …) and stand in a
 # query string (?api_key=…).
 _ASSIGNMENT = re.compile(
-    r"(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,63})[\"']?\]?[ \t]{0,8}"
+    r"(?<![A-Za-z0-9_.\-])(?=[A-Za-z0-9_.\-]{0,48}?(?i:key|token|secret|pass|pw|auth|cred|dsn))"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,63})[\"']?\]?[ \t]{0,8}"
     r"(?:=>|:=|=|:|\s+(?:is|=)\s)[ \t]{0,8}"
     r"(?:\"(?P<dq>[^\"\n]{1,256})\"|'(?P<sq>[^'\n]{1,256})'|`(?P<bq>[^`\n]{1,256})`"
-    r"|(?P<bare>[^\s\"'`,;&<>{}]{1,512}))"
+    r"|(?P<bare>[^\s\"'`,;&<>{}=]{1,512}+={0,2}))"
 )
 
 

@@ -78,6 +78,26 @@ _MULTILINGUAL = re.compile(
 # The word and the value side by side: "login root, password l4BPd#FXTB6e", "şifrem …".
 _MULTILINGUAL_BARE = re.compile(_WORD + r"\s+" + _PROSE_VALUE, re.IGNORECASE)
 _PROSE_TRIM = ".,;:)]}\"'`"
+# Where a match can start: the first word of each term, so the pattern is tried only
+# there (a pattern that starts with a look-behind is otherwise tried at every position).
+_ANCHORS_ASCII = (
+    "pass", "pw", "mot", "mdp", "contrase", "clave", "senha", "parola", "wachtwoord",
+    "kennwort", "haslo", "sifre", "adgangskode", "passord", "salasana", "heslo", "kata",
+)  # fmt: skip
+_ANCHORS_OTHER = (
+    "hasło", "Hasło", "HASŁO", "şifre", "Şifre", "ŞİFRE", "ŞIFRE", "parolam", "parolası",
+    "lösenord", "Lösenord", "LÖSENORD", "jelsz", "Jelsz", "mật", "Mật", "пароль", "Пароль",
+    "ПАРОЛЬ", "пароля", "비밀번호", "암호", "パスワード", "暗証番号", "密码", "密碼", "口令",
+    "κωδικ", "Κωδικ", "ΚΩΔΙΚ", "סיסמה", "كلمة", "पासवर्ड",
+)  # fmt: skip
+
+_HINTS = (
+    "pass", "pw", "mdp", "contrase", "clave", "senha", "parola", "wachtwoord", "kennwort",
+    "haslo", "sifre", "adgangskode", "passord", "salasana", "heslo", "sandi", "hasło",
+    "şifre", "Şifre", "ŞİFRE", "parolam", "parolası", "lösenord", "Lösenord", "jelsz",
+    "khẩu", "ароль", "АРОЛЬ", "비밀번호", "암호", "パスワード", "暗証番号", "密码", "密碼",
+    "口令", "κωδικ", "Κωδικ", "סיסמה", "المرور", "पासवर्ड",
+)  # fmt: skip
 
 PROSE: tuple[Detector, ...] = (
     Detector(
@@ -141,25 +161,10 @@ PROSE: tuple[Detector, ...] = (
         _MULTILINGUAL,
         "v",
         prose_password,
-        hints=(
-            "pass", "pw", "mdp", "contrase", "clave", "senha", "parola", "wachtwoord",
-            "kennwort", "haslo", "sifre", "adgangskode", "passord", "salasana", "heslo", "sandi",
-        ),  # fmt: skip
+        hints=_HINTS,
         lower=True,
         trim=_PROSE_TRIM,
-        rule="password_prose",
-    ),
-    Detector(
-        "password",
-        _MULTILINGUAL,
-        "v",
-        prose_password,
-        hints=(
-            "hasło", "şifre", "Şifre", "ŞİFRE", "parolam", "parolası", "lösenord", "Lösenord",
-            "jelsz", "khẩu", "ароль", "АРОЛЬ", "비밀번호", "암호", "パスワード", "暗証番号",
-            "密码", "密碼", "口令", "κωδικ", "Κωδικ", "סיסמה", "المرور", "पासवर्ड",
-        ),  # fmt: skip
-        trim=_PROSE_TRIM,
+        anchors=_ANCHORS_ASCII + _ANCHORS_OTHER,
         rule="password_prose",
     ),
     Detector(
@@ -167,25 +172,10 @@ PROSE: tuple[Detector, ...] = (
         _MULTILINGUAL_BARE,
         "v",
         prose_password,
-        hints=(
-            "pass", "pw", "mdp", "contrase", "clave", "senha", "parola", "wachtwoord",
-            "kennwort", "haslo", "sifre", "adgangskode", "passord", "salasana", "heslo", "sandi",
-        ),  # fmt: skip
+        hints=_HINTS,
         lower=True,
         trim=_PROSE_TRIM,
-        rule="password_prose_bare",
-    ),
-    Detector(
-        "password",
-        _MULTILINGUAL_BARE,
-        "v",
-        prose_password,
-        hints=(
-            "hasło", "şifre", "Şifre", "ŞİFRE", "parolam", "parolası", "lösenord", "Lösenord",
-            "jelsz", "khẩu", "ароль", "АРОЛЬ", "비밀번호", "암호", "パスワード", "暗証番号",
-            "密码", "密碼", "口令", "κωδικ", "Κωδικ", "סיסמה", "المرور", "पासवर्ड",
-        ),  # fmt: skip
-        trim=_PROSE_TRIM,
+        anchors=_ANCHORS_ASCII + _ANCHORS_OTHER,
         rule="password_prose_bare",
     ),
     Detector(

@@ -135,6 +135,7 @@ def _load() -> tuple[tuple[Detector, ...], str]:
             lower=True,
             min_entropy=rule["min_entropy"],
             rule=f"provider:{rule['id']}",
+            in_tokens=True,
         )
         for rule in data["rules"]
     )
