@@ -33,7 +33,7 @@ from memfold.model import (
 )
 from memfold.queue.base import Job, JobKey, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
-from memfold.redact import is_only_redaction, redact_messages, redactor_for
+from memfold.redact import is_only_redaction, redact_document, redact_messages, redactor_for
 from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
@@ -95,6 +95,7 @@ class Memory:
             max_tokens=config.max_injection_tokens,
             guaranteed_categories=config.guaranteed_categories,
             guaranteed_budget=config.guaranteed_token_budget,
+            scrub=self._redactor,  # security: old or imported text is redacted at recall
         )
         self._updater = Updater(
             self._store,
@@ -293,9 +294,16 @@ class Memory:
             self.context, user_id=user_id, agent=agent, max_tokens=max_tokens
         )
 
-    def export(self, *, user_id: str | None = None, agent: str | None = None) -> dict[str, Any]:
-        """The scope's document as JSON-ready data."""
-        return document_to_dict(self.get(user_id=user_id, agent=agent))
+    def export(
+        self, *, user_id: str | None = None, agent: str | None = None, redact: bool = True
+    ) -> dict[str, Any]:
+        """The scope's document as JSON-ready data. Facts and summaries are redacted with
+        the configured redactor (text stored before a pattern existed, or imported);
+        ``redact=False`` gives the stored text as it is, for a backup."""
+        document = self.get(user_id=user_id, agent=agent)
+        if redact:
+            document = redact_document(document, self._redactor)  # security: at recall
+        return document_to_dict(document)
 
     # --- editing ------------------------------------------------------------------------
 
