@@ -164,6 +164,27 @@ def _value_rule(regex: str) -> str | None:
     return flags + r"(?<![A-Za-z0-9_\-])(" + group + r")(?![A-Za-z0-9_\-])"
 
 
+_LEADING = ("(?i)", "\\b", "(?<![A-Za-z0-9_\\-])", "(?:^|[^A-Za-z0-9_-])", "(?:", "(")
+
+
+def _literal_start(regex: str) -> str:
+    """The literal text every match starts with (``gsk_`` for ``\\b(gsk_[a-z]{52})``)."""
+    stripped = True
+    while stripped:
+        stripped = False
+        for lead in _LEADING:
+            if regex.startswith(lead):
+                regex, stripped = regex[len(lead) :], True
+    literal = re.match(r"(?:[A-Za-z0-9_\-~]|\\[.\-_$~])+", regex)
+    return literal.group(0).replace("\\", "").lower() if literal else ""
+
+
+def _prefix_keywords(regex: str, keywords: list[str]) -> list[str]:
+    """The keywords a match starts with: they are looked for at token starts only."""
+    start = _literal_start(regex)
+    return [k for k in keywords if start and (start.startswith(k) or k.startswith(start))]
+
+
 def _linear(pattern: re.Pattern[str], keywords: list[str]) -> bool:
     """No superlinear blow-up on runs of the rule's own keywords and token characters."""
     for keyword in keywords[:3] or ["a"]:
@@ -220,9 +241,9 @@ def select(config: dict[str, object]) -> tuple[list[dict[str, object]], list[str
                 "id": rule_id,
                 "regex": pattern.pattern,
                 "keywords": keywords,
+                "prefix_keywords": _prefix_keywords(pattern.pattern, keywords),
                 "group": 1 if pattern.groups else 0,
                 "min_entropy": float(entropy.group(2)) if entropy else 0.0,
-                "entropy_inclusive": bool(entropy and entropy.group(1) == "<="),
             }
         )
     return kept, skipped

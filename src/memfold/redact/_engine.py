@@ -59,9 +59,14 @@ class Detector:
     #: The hints can only stand in a long token (a provider key's prefix): they are
     #: looked for in the text's long tokens only, far less text than the whole.
     in_tokens: bool = False
+    #: Hints a match starts with: looked up among the starts of the long tokens, so a
+    #: megabyte of text costs one tokenisation instead of one scan per provider.
+    token_prefixes: tuple[str, ...] = ()
     #: Literal words (lower-case ASCII, or exact non-ASCII) at which every match starts:
     #: the pattern is tried only there, not at every position of the text.
     anchors: tuple[str, ...] = ()
+    #: Tried at an anchor where ``pattern`` finds no value that passes the checks.
+    fallback: re.Pattern[str] | None = None
 
     def might_match(self, view: View) -> bool:
         if self.non_ascii and view.ascii is view.text:
@@ -70,11 +75,13 @@ class Detector:
             return view.digits() >= self.min_digits
         if self.hint is not None:
             return self.hint.search(view.ascii) is not None
+        if self.token_prefixes:
+            starts = view.token_starts()
+            return any(h in starts for h in self.token_prefixes)
         if self.in_tokens:
             tokens = view.tokens()
             return any(h in tokens for h in self.hints)
-        ascii_haystack = view.lower if self.lower else view.ascii
-        return any(h in (ascii_haystack if h.isascii() else view.text) for h in self.hints)
+        return any(view.has(h, lower=self.lower) for h in self.hints)
 
     def _matches(self, text: str) -> Iterator[re.Match[str]]:
         """``finditer``, except that after a match ``accept`` refuses the search resumes
@@ -105,41 +112,49 @@ class Detector:
                 starts.add(position)
                 position = haystack.find(anchor, position + 1)
         covered = 0
-        match_at = self.pattern.match
+        patterns = (self.pattern,) if self.fallback is None else (self.pattern, self.fallback)
         for start in sorted(starts):
             if start < covered:
                 continue
-            match = match_at(text, start)
-            if match is not None and (self.accept is None or self.accept(match)):
-                covered = match.end()
-                yield match
+            for pattern in patterns:
+                match = pattern.match(text, start)
+                if match is not None and self._value_span(match, text) is not None:
+                    covered = match.end()
+                    yield match
+                    break
+
+    def _value_span(self, match: re.Match[str], text: str) -> tuple[int, int] | None:
+        """The span of the match's value when it passes every check, else None."""
+        if self.accept is not None and not self.accept(match):
+            return None
+        group = self.group
+        if isinstance(group, tuple):
+            group = next((g for g in group if match.group(g) is not None), group[0])
+        start, end = match.span(group)
+        if start < 0:
+            return None
+        while end > start and text[end - 1] in self.trim:
+            end -= 1
+        while start < end and text[start] in self.trim_start:
+            start += 1
+        value = text[start:end]
+        if not value or MARKER_START in value:  # already redacted: idempotent
+            return None
+        if self.check is not None and not self.check(value):
+            return None
+        if self.min_entropy and entropy(value) <= self.min_entropy:
+            return None
+        if self.not_after is not None and self.not_after.search(text, max(0, start - 24), start):
+            return None
+        return start, end
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """The ``[start, end)`` spans of values in ``text`` that pass every check."""
         out: list[tuple[int, int]] = []
         for match in self._matches(text):
-            group = self.group
-            if isinstance(group, tuple):
-                group = next((g for g in group if match.group(g) is not None), group[0])
-            start, end = match.span(group)
-            if start < 0:
-                continue
-            while end > start and text[end - 1] in self.trim:
-                end -= 1
-            while start < end and text[start] in self.trim_start:
-                start += 1
-            value = text[start:end]
-            if not value or MARKER_START in value:  # already redacted: idempotent
-                continue
-            if self.check is not None and not self.check(value):
-                continue
-            if self.min_entropy and entropy(value) <= self.min_entropy:
-                continue
-            if self.not_after is not None and self.not_after.search(
-                text, max(0, start - 24), start
-            ):
-                continue
-            out.append((start, end))
+            span = self._value_span(match, text)
+            if span is not None:
+                out.append(span)
         return out
 
 
@@ -169,7 +184,9 @@ _ASCII_LOWER = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
 )
 # Runs of token characters long enough to hold a provider key.
-_LONG_TOKEN = re.compile(r"[A-Za-z0-9_\-.+/=~:$]{12,}")
+_LONG_TOKEN = re.compile(r"[a-z0-9_\-.+/~$]{12,}")
+#: Token prefixes up to this length are indexed (longer hints use a substring test).
+PREFIX_MAX = 24
 
 
 class View:
@@ -178,7 +195,7 @@ class View:
     never hide one; searching pure-ASCII strings is several times faster than mixed CJK
     text."""
 
-    __slots__ = ("_digits", "_tokens", "ascii", "lower", "text")
+    __slots__ = ("_digits", "_has", "_starts", "_tokens", "ascii", "lower", "text")
 
     def __init__(self, text: str, *, folded: bool = False) -> None:
         text = text if folded else fold(text)
@@ -186,13 +203,39 @@ class View:
         self.ascii = text if text.isascii() else text.encode("ascii", "ignore").decode("ascii")
         self.lower = self.ascii.lower()
         self._digits = -1
-        self._tokens: str | None = None
+        self._tokens: list[str] | None = None
+        self._starts: set[str] | None = None
+        self._has: dict[tuple[str, bool], bool] = {}
+
+    def has(self, hint: str, *, lower: bool) -> bool:
+        """Whether ``hint`` is in the text (lower-cased when ``lower``; a non-ASCII hint
+        is looked for in the folded text), memoised: detectors share hints."""
+        key = (hint, lower)
+        found = self._has.get(key)
+        if found is None:
+            if hint.isascii():
+                found = hint in (self.lower if lower else self.ascii)
+            else:  # pure ASCII text holds no non-ASCII hint
+                found = self.ascii is not self.text and hint in self.text
+            self._has[key] = found
+        return found
+
+    def _long_tokens(self) -> list[str]:
+        if self._tokens is None:
+            self._tokens = _LONG_TOKEN.findall(self.lower)
+        return self._tokens
 
     def tokens(self) -> str:
         """The text's long tokens, lower-cased, joined by spaces."""
-        if self._tokens is None:
-            self._tokens = " ".join(_LONG_TOKEN.findall(self.lower))
-        return self._tokens
+        return " ".join(self._long_tokens())
+
+    def token_starts(self) -> set[str]:
+        """Every prefix (up to ``PREFIX_MAX`` characters) of the text's long tokens."""
+        if self._starts is None:
+            self._starts = {
+                token[:size] for token in set(self._long_tokens()) for size in range(1, PREFIX_MAX + 1)
+            }
+        return self._starts
 
     def digits(self) -> int:
         if self._digits < 0:

@@ -38,8 +38,9 @@ _ASSIGNMENT = re.compile(
     r"(?<![A-Za-z0-9_.\-])(?=[A-Za-z0-9_.\-]{0,48}?(?i:key|token|secret|pass|pw|auth|cred|dsn))"
     r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,63})[\"']?\]?[ \t]{0,8}"
     r"(?:=>|:=|=|:|\s+(?:is|=)\s)[ \t]{0,8}"
-    r"(?:\"(?P<dq>[^\"\n]{1,256})\"|'(?P<sq>[^'\n]{1,256})'|`(?P<bq>[^`\n]{1,256})`"
-    r"|(?P<bare>[^\s\"'`,;&<>{}=]{1,512}+={0,2}))"
+    # values shorter than 8 characters are never tokens (``token_value``): not matched
+    r"(?:\"(?P<dq>[^\"\n]{8,256})\"|'(?P<sq>[^'\n]{8,256})'|`(?P<bq>[^`\n]{8,256})`"
+    r"|(?P<bare>[^\s\"'`,;&<>{}=]{8,512}+={0,2}))"
 )
 
 
@@ -200,7 +201,8 @@ GENERIC: tuple[Detector, ...] = (
         ),
         0,
         _prefixed_token,
-        hint=re.compile(r"[A-Za-z0-9][_\-.][A-Za-z0-9_\-.]{32}"),
+        hints=("_", "-", "."),
+        in_tokens=True,
         rule="prefixed_token",
     ),
     Detector(
@@ -208,7 +210,7 @@ GENERIC: tuple[Detector, ...] = (
         _ASSIGNMENT,
         ("dq", "sq", "bq", "bare"),
         trim=_END_PUNCT,
-        hint=re.compile(r"[=:]"),
+        hints=("=", ":"),
         accept=_accept_assignment,
         rule="secret_assignment",
     ),

@@ -132,6 +132,7 @@ PROSE: tuple[Detector, ...] = (
         stated_password,
         hints=("pass", "pw"),
         lower=True,
+        anchors=("pass", "pw", "set", "change", "reset", "update"),
         rule="password_statement",
     ),
     Detector(
@@ -143,6 +144,7 @@ PROSE: tuple[Detector, ...] = (
         colon_password,
         hints=("pass", "pw"),
         lower=True,
+        anchors=("pass", "pw"),
         rule="password_label",
     ),
     Detector(
@@ -153,7 +155,8 @@ PROSE: tuple[Detector, ...] = (
             re.IGNORECASE | re.ASCII,
         ),
         "v",
-        hint=re.compile(r"\bpin\b", re.IGNORECASE),
+        hints=("pin",),
+        lower=True,
         rule="pin_statement",
     ),
     Detector(
@@ -165,18 +168,8 @@ PROSE: tuple[Detector, ...] = (
         lower=True,
         trim=_PROSE_TRIM,
         anchors=_ANCHORS_ASCII + _ANCHORS_OTHER,
+        fallback=_MULTILINGUAL_BARE,
         rule="password_prose",
-    ),
-    Detector(
-        "password",
-        _MULTILINGUAL_BARE,
-        "v",
-        prose_password,
-        hints=_HINTS,
-        lower=True,
-        trim=_PROSE_TRIM,
-        anchors=_ANCHORS_ASCII + _ANCHORS_OTHER,
-        rule="password_prose_bare",
     ),
     Detector(
         "password",
@@ -187,6 +180,7 @@ PROSE: tuple[Detector, ...] = (
         cjk_password_value,
         hints=("密码", "密碼", "口令"),
         trim=_CJK_TRIM,
+        anchors=("密码", "密碼", "口令"),
         rule="password_statement_zh",
     ),
     Detector(
@@ -196,6 +190,7 @@ PROSE: tuple[Detector, ...] = (
         bare_cjk_password,
         hints=("密码", "密碼", "口令"),
         trim=_CJK_TRIM,
+        anchors=("密码", "密碼", "口令"),
         rule="password_bare_zh",
     ),
     Detector(
@@ -210,6 +205,7 @@ PROSE: tuple[Detector, ...] = (
         cjk_secret_value,
         hints=("密钥", "秘钥", "私钥", "令牌", "授权码"),
         trim=_CJK_TRIM,
+        anchors=("密钥", "秘钥", "私钥", "令牌", "授权码"),
         rule="secret_statement_zh",
     ),
     Detector(

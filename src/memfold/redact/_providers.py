@@ -14,7 +14,7 @@ import re
 from importlib import resources
 
 from memfold.redact._checks import aws_secret, mixed
-from memfold.redact._engine import Detector
+from memfold.redact._engine import PREFIX_MAX, Detector
 
 # Token characters: a match must not start or end inside a longer token.
 B = r"(?<![A-Za-z0-9_\-])"
@@ -136,6 +136,7 @@ def _load() -> tuple[tuple[Detector, ...], str]:
             min_entropy=rule["min_entropy"],
             rule=f"provider:{rule['id']}",
             in_tokens=True,
+            token_prefixes=tuple(k for k in rule["prefix_keywords"] if len(k) <= PREFIX_MAX),
         )
         for rule in data["rules"]
     )
