@@ -111,14 +111,37 @@ class Detector:
             while position >= 0:
                 starts.add(position)
                 position = haystack.find(anchor, position + 1)
-        covered = 0
         patterns = (self.pattern,) if self.fallback is None else (self.pattern, self.fallback)
+        if len(text) > _DENSE * 64 and len(starts) * _DENSE > len(text):
+            # anchors everywhere (a flood of one word): one pass in C beats a call each
+            yield from self._dense(text, patterns)
+            return
+        covered = 0
         for start in sorted(starts):
             if start < covered:
                 continue
             for pattern in patterns:
                 match = pattern.match(text, start)
                 if match is not None and self._value_span(match, text) is not None:
+                    covered = match.end()
+                    yield match
+                    break
+
+    def _dense(self, text: str, patterns: tuple[re.Pattern[str], ...]) -> Iterator[re.Match[str]]:
+        """Each pattern over the whole text in C, then per start the first pattern's match
+        whose value passes, left to right without overlaps."""
+        by_start: dict[int, list[re.Match[str]]] = {}
+        for pattern in patterns:
+            position = 0
+            while (match := pattern.search(text, position)) is not None:
+                by_start.setdefault(match.start(), []).append(match)
+                position = match.start() + 1
+        covered = 0
+        for start in sorted(by_start):
+            if start < covered:
+                continue
+            for match in by_start[start]:
+                if self._value_span(match, text) is not None:
                     covered = match.end()
                     yield match
                     break
@@ -179,6 +202,8 @@ def fold(text: str) -> str:
     return text
 
 
+#: Anchors closer than this on average: the text is a flood, scan it in one pass.
+_DENSE = 64
 _NOT_DIGITS = bytes(c for c in range(256) if not 48 <= c <= 57)
 _ASCII_LOWER = str.maketrans(
     "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"

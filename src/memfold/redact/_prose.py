@@ -63,6 +63,8 @@ _PREPOSITION = r"for|of|on|to|für|fürs|des|de|du|del|da|do|della|dello|van|voo
 # Not inside an identifier or an option ("DB_PASSWORD=", "-field=password"): those are
 # assignments, read by the stricter rules above.
 _WORD = (
+    # the first character of some word: one class test per position before the rest
+    r"(?=[pPmMcCsSwWkKhHaAtTlLjJşŞгпПκΚסكप비암パ暗密口])"
     r"(?<![A-Za-z0-9_.$/=])(?:" + _WORDS_ASCII + "|" + _WORDS_OTHER + r")(?![A-Za-z0-9_])"
 )
 _PROSE_VALUE = r"[\"'`“‘「]?(?P<v>[!-~]++)"
@@ -180,7 +182,6 @@ PROSE: tuple[Detector, ...] = (
         cjk_password_value,
         hints=("密码", "密碼", "口令"),
         trim=_CJK_TRIM,
-        anchors=("密码", "密碼", "口令"),
         rule="password_statement_zh",
     ),
     Detector(
@@ -190,7 +191,6 @@ PROSE: tuple[Detector, ...] = (
         bare_cjk_password,
         hints=("密码", "密碼", "口令"),
         trim=_CJK_TRIM,
-        anchors=("密码", "密碼", "口令"),
         rule="password_bare_zh",
     ),
     Detector(
@@ -205,7 +205,6 @@ PROSE: tuple[Detector, ...] = (
         cjk_secret_value,
         hints=("密钥", "秘钥", "私钥", "令牌", "授权码"),
         trim=_CJK_TRIM,
-        anchors=("密钥", "秘钥", "私钥", "令牌", "授权码"),
         rule="secret_statement_zh",
     ),
     Detector(
