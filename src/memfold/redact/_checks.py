@@ -30,7 +30,7 @@ _ISSUERS = (
     (re.compile(r"3(?:0[0-5]|[689])"), frozenset({14, 16, 17, 18, 19})),
     (re.compile(r"6(?:011|5|4[4-9])"), frozenset({16, 17, 18, 19})),
     (re.compile(r"62"), frozenset({16, 17, 18, 19})),
-    (re.compile(r"35(?:2[89]|[3-8])"), frozenset({16, 17, 18, 19})),
+    (re.compile(r"35"), frozenset({16, 17, 18, 19})),  # JCB (3528-3589; 35xx seen in use)
 )
 
 
