@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,9 @@ def _rows(name: str) -> list[dict[str, str]]:
 
 
 def _leaks(secret: str, redacted: str) -> bool:
-    """Caught means no 8-character run of the secret survives."""
+    """Caught means no 8-character run of the secret survives (outside the markers,
+    whose labels may name the provider: ``[REDACTED:rubygems_api_token]``)."""
+    redacted = re.sub(r"\[REDACTED:[a-z0-9_]+\]", "[R]", redacted)
     n = min(8, len(secret))
     return any(secret[i : i + n] in redacted for i in range(len(secret) - n + 1))
 

@@ -49,6 +49,8 @@ def _accept_assignment(match: re.Match[str]) -> bool:
     if kind is None or kind == "password":  # passwords: _prose.PROSE, kind "password"
         return False
     value = next(v for v in match.groups()[1:] if v is not None)
+    if is_dummy(value):  # before trimming: "sk_live_..." is documentation
+        return False
     if match.group("bare") is not None:
         value = value.rstrip(_END_PUNCT)
     return _value_for(kind, value)
@@ -296,7 +298,7 @@ GENERIC: tuple[Detector, ...] = (
         ),
         0,
         is_iban,
-        min_digits=10,
+        min_digits=4,  # "CH18 0575 6ITW FYAS 3URX R": letters in the account part
     ),
     Detector(
         "password",
