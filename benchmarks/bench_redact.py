@@ -153,7 +153,7 @@ def _corpus2(name: str, redact: Callable[[str], str]) -> list[dict[str, Any]]:
 def _others_on_corpus2() -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     try:
-        import betterleaks  # type: ignore[import-not-found]  # noqa: PLC0415
+        import betterleaks  # type: ignore[import-not-found]
 
         def bl(text: str) -> str:
             for finding in betterleaks.scan_string(text):
@@ -165,8 +165,8 @@ def _others_on_corpus2() -> list[dict[str, Any]]:
     except ImportError:
         pass
     try:
-        from detect_secrets.core.scan import scan_line  # noqa: PLC0415
-        from detect_secrets.settings import default_settings  # noqa: PLC0415
+        from detect_secrets.core.scan import scan_line
+        from detect_secrets.settings import default_settings
 
         def ds(text: str) -> str:
             for line in text.split("\n"):
@@ -222,7 +222,7 @@ def _hostile_rows() -> list[dict[str, Any]]:
 
 
 def _render_rows(rounds: int) -> list[dict[str, Any]]:
-    from bench_render import document  # noqa: PLC0415 (a sibling benchmark module)
+    from bench_render import document
 
     counter = get_counter("cl100k_base")
     doc = document()

@@ -101,8 +101,8 @@ def _leaks(secret: str, redacted: str) -> bool:
 
 
 def test_generated_corpus_is_reproducible_and_large_enough() -> None:
-    import subprocess  # noqa: PLC0415
-    import sys  # noqa: PLC0415
+    import subprocess
+    import sys
 
     check = subprocess.run(
         [sys.executable, str(CORPUS / "generate.py"), "--check"], capture_output=True, check=False

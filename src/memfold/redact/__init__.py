@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memfold.model import Message
-from memfold.redact._engine import Detector, Finding, View, replace_findings, scan
+from memfold.redact._engine import Detector, DetectorSet, Finding, View, replace_findings, scan
 from memfold.redact._generic import GENERIC
 from memfold.redact._markers import is_only_redaction
 from memfold.redact._prose import PROSE
@@ -87,7 +87,7 @@ class Redactor:
             detectors.append(_EMAIL)
         if phones:
             detectors.append(_PHONE)
-        self._detectors = tuple(detectors)
+        self._detectors = DetectorSet(detectors)
         self._secrets = secrets
         self._emails = emails
         self._phones = phones
@@ -100,7 +100,8 @@ class Redactor:
         Each names its ``kind`` and the ``rule`` that found it, never the value."""
         if not text:
             return []
-        return scan(View(text), self._detectors)
+        view = View(text)
+        return scan(view, self._detectors.candidates(view))
 
     def redact(self, text: str) -> str:
         """``text`` with every finding replaced by ``[REDACTED:<kind>]``."""
@@ -123,11 +124,12 @@ class Redactor:
         """
         views = [View(text) for text in texts]
         joined = View("\n".join(view.text for view in views), folded=True)
-        candidates = tuple(d for d in self._detectors if d.might_match(joined))
+        candidates = self._detectors.candidates(joined)
         if not candidates:
             return list(texts)
+        narrowed = DetectorSet(candidates)
         return [
-            replace_findings(text, scan(view, candidates)) if text else text
+            replace_findings(text, scan(view, narrowed.candidates(view))) if text else text
             for text, view in zip(texts, views, strict=True)
         ]
 

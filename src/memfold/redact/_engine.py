@@ -67,6 +67,12 @@ class Detector:
     anchors: tuple[str, ...] = ()
     #: Tried at an anchor where ``pattern`` finds no value that passes the checks.
     fallback: re.Pattern[str] | None = None
+    _ascii_hints: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    _other_hints: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_ascii_hints", tuple(h for h in self.hints if h.isascii()))
+        object.__setattr__(self, "_other_hints", tuple(h for h in self.hints if not h.isascii()))
 
     def might_match(self, view: View) -> bool:
         if self.non_ascii and view.ascii is view.text:
@@ -81,6 +87,16 @@ class Detector:
         if self.in_tokens:
             tokens = view.tokens()
             return any(h in tokens for h in self.hints)
+        haystack = view.lower if self.lower else view.ascii
+        if len(haystack) < _MEMO_FROM:  # a message: a direct test is cheaper than a memo
+            for hint in self._ascii_hints:
+                if hint in haystack:
+                    return True
+            if self._other_hints and view.ascii is not view.text:
+                for hint in self._other_hints:
+                    if hint in view.text:
+                        return True
+            return False
         return any(view.has(h, lower=self.lower) for h in self.hints)
 
     def _matches(self, text: str) -> Iterator[re.Match[str]]:
@@ -100,7 +116,9 @@ class Detector:
             accepted = self.accept(match)
             if accepted:
                 yield match
-            position = match.end() if accepted and match.end() > match.start() else match.start() + 1
+            position = (
+                match.end() if accepted and match.end() > match.start() else match.start() + 1
+            )
 
     def _anchored(self, text: str) -> Iterator[re.Match[str]]:
         lowered = text.translate(_ASCII_LOWER)  # same length: positions stay valid
@@ -202,12 +220,12 @@ def fold(text: str) -> str:
     return text
 
 
+#: Texts at least this long memoise hint tests (detectors share hints).
+_MEMO_FROM = 4096
 #: Anchors closer than this on average: the text is a flood, scan it in one pass.
 _DENSE = 64
 _NOT_DIGITS = bytes(c for c in range(256) if not 48 <= c <= 57)
-_ASCII_LOWER = str.maketrans(
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
-)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 # Runs of token characters long enough to hold a provider key.
 _LONG_TOKEN = re.compile(r"[a-z0-9_\-.+/~$]{12,}")
 #: Token prefixes up to this length are indexed (longer hints use a substring test).
@@ -258,7 +276,9 @@ class View:
         """Every prefix (up to ``PREFIX_MAX`` characters) of the text's long tokens."""
         if self._starts is None:
             self._starts = {
-                token[:size] for token in set(self._long_tokens()) for size in range(1, PREFIX_MAX + 1)
+                token[:size]
+                for token in set(self._long_tokens())
+                for size in range(1, PREFIX_MAX + 1)
             }
         return self._starts
 
@@ -268,13 +288,36 @@ class View:
         return self._digits
 
 
+class DetectorSet:
+    """Detectors in priority order, with the provider prefixes indexed: which of 200+
+    prefix rules can match is one set intersection with the text's token starts."""
+
+    def __init__(self, detectors: Sequence[Detector]) -> None:
+        self.detectors = tuple(detectors)
+        self._others: list[tuple[int, Detector]] = []
+        self._by_prefix: dict[str, list[int]] = {}
+        for index, detector in enumerate(self.detectors):
+            if detector.token_prefixes:
+                for prefix in detector.token_prefixes:
+                    self._by_prefix.setdefault(prefix, []).append(index)
+            else:
+                self._others.append((index, detector))
+        self._prefixes = frozenset(self._by_prefix)
+
+    def candidates(self, view: View) -> tuple[Detector, ...]:
+        """The detectors whose hints are in ``view``, in priority order."""
+        chosen = {index for index, detector in self._others if detector.might_match(view)}
+        if self._prefixes:
+            for prefix in self._prefixes & view.token_starts():
+                chosen.update(self._by_prefix[prefix])
+        return tuple(self.detectors[index] for index in sorted(chosen))
+
+
 def scan(view: View, detectors: Sequence[Detector]) -> list[Finding]:
-    """Non-overlapping findings in order; of overlapping ones the earliest, then the
-    longest, then the first detector wins."""
+    """Non-overlapping findings of ``detectors`` (already chosen by their hints), in
+    order; of overlapping ones the earliest, then the longest, then the first wins."""
     found: list[tuple[int, int, int, Detector]] = []
     for priority, detector in enumerate(detectors):
-        if not detector.might_match(view):
-            continue
         found.extend((start, -end, priority, detector) for start, end in detector.spans(view.text))
     found.sort(key=lambda item: item[:3])
     out: list[Finding] = []

@@ -61,9 +61,7 @@ OWN: tuple[Detector, ...] = (
         re.compile(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/\-]+"),
         hints=("hooks.slack.com",),
     ),
-    Detector(
-        "slack_token", re.compile(B + r"xox[abposre]-[A-Za-z0-9\-]{10,}" + E), hints=("xox",)
-    ),
+    Detector("slack_token", re.compile(B + r"xox[abposre]-[A-Za-z0-9\-]{10,}" + E), hints=("xox",)),
     Detector("google_api_key", re.compile(B + r"AIza[0-9A-Za-z_\-]{35}" + E), hints=("AIza",)),
     Detector(
         "stripe_key",
@@ -77,9 +75,7 @@ OWN: tuple[Detector, ...] = (
         hints=("SG.",),
     ),
     Detector("npm_token", re.compile(B + r"npm_[A-Za-z0-9]{36}" + E), hints=("npm_",)),
-    Detector(
-        "pypi_token", re.compile(B + r"pypi-AgE[A-Za-z0-9_\-]{50,}" + E), hints=("pypi-AgE",)
-    ),
+    Detector("pypi_token", re.compile(B + r"pypi-AgE[A-Za-z0-9_\-]{50,}" + E), hints=("pypi-AgE",)),
     Detector("huggingface_token", re.compile(B + r"hf_[A-Za-z0-9]{34,}" + E), hints=("hf_",)),
     Detector(
         "telegram_token", re.compile(r"(?<!\d)\d{8,10}:AA[A-Za-z0-9_\-]{33}" + E), hints=(":AA",)
@@ -119,7 +115,7 @@ OWN: tuple[Detector, ...] = (
 
 def _kind(rule_id: str) -> str:
     """``groq-api-key.1`` → ``groq_api_key``: a marker label ``[a-z0-9_]``."""
-    return re.sub(r"[^a-z0-9]+", "_", rule_id.split(".")[0].lower()).strip("_")
+    return re.sub(r"[^a-z0-9]+", "_", rule_id.split(".", maxsplit=1)[0].lower()).strip("_")
 
 
 def _load() -> tuple[tuple[Detector, ...], str]:

@@ -48,4 +48,3 @@ def _fact(fact: Fact, scrub: Scrub) -> Fact:
     if content == fact.content and error == fact.source_error:
         return fact
     return replace(fact, content=content, source_error=error)
-

@@ -223,7 +223,7 @@ PROVIDERS: list[Provider] = [
      lambda g: f"xoxb-{g.digits(11)}-{g.digits(13)}-{g.an(24)}"),
     ("slack_user", "SLACK_USER_TOKEN",
      lambda g: f"xoxp-{g.digits(11)}-{g.digits(11)}-{g.digits(13)}-{g.hex(32)}"),
-    ("slack_app", "SLACK_APP_TOKEN", lambda g: f"xapp-1-A{g.s(UPPER + DIGITS, 10)}-{g.digits(13)}-{g.hex(64)}"),
+    ("slack_app", "SLACK_APP_TOKEN", lambda g: f"xapp-1-A{g.s(UPPER + DIGITS, 10)}-{g.digits(13)}-{g.hex(64)}"),  # noqa: E501
     ("stripe_live", "STRIPE_SECRET_KEY", lambda g: "sk_live_" + g.an(99)),
     ("stripe_restricted", "STRIPE_RESTRICTED_KEY", lambda g: "rk_live_" + g.an(99)),
     ("stripe_webhook", "STRIPE_WEBHOOK_SECRET", lambda g: "whsec_" + g.an(32)),
@@ -238,7 +238,7 @@ PROVIDERS: list[Provider] = [
     ("langsmith", "LANGSMITH_API_KEY", lambda g: "lsv2_pt_" + g.hex(32) + "_" + g.hex(10)),
     ("pinecone", "PINECONE_API_KEY", lambda g: "pcsk_" + g.an(6) + "_" + g.an(63)),
     ("postman", "POSTMAN_API_KEY", lambda g: "PMAK-" + g.hex(24) + "-" + g.hex(34)),
-    ("atlassian", "JIRA_API_TOKEN", lambda g: "ATATT3xFfGF0" + g.urlsafe(170) + "=" + g.s(HEX.upper(), 8)),
+    ("atlassian", "JIRA_API_TOKEN", lambda g: "ATATT3xFfGF0" + g.urlsafe(170) + "=" + g.s(HEX.upper(), 8)),  # noqa: E501
     ("doppler", "DOPPLER_TOKEN", lambda g: "dp.pt." + g.an(43)),
     ("pulumi", "PULUMI_ACCESS_TOKEN", lambda g: "pul-" + g.hex(40)),
     ("grafana_sa", "GRAFANA_TOKEN", lambda g: "glsa_" + g.an(32) + "_" + g.hex(8)),
@@ -334,7 +334,7 @@ NAMED_FRAMES: list[str] = [
     'os.environ["{name}"] = "{v}"',
     "docker run -e {name}={v} myapp:latest",
     "set {name}={v} and restart",
-    "$env:{name} = \"{v}\"",
+    '$env:{name} = "{v}"',
     "heroku config:set {name}={v}",
     "ENV {name}={v}",
     "- name: {name}\n  value: {v}",
@@ -346,7 +346,7 @@ HEADER_FRAMES: list[str] = [
     "curl -H 'Authorization: Bearer {v}' https://api.example.com/v1/me",
     "Authorization: Bearer {v}",
     'headers = {{"Authorization": "Bearer {v}"}}',
-    "curl -H \"X-Api-Key: {v}\" https://api.example.com/items",
+    'curl -H "X-Api-Key: {v}" https://api.example.com/items',
     "x-api-key: {v}",
     "api-key: {v}",
     "curl -H 'Authorization: Token {v}' https://example.com/api/",
@@ -392,7 +392,7 @@ CARD_FRAMES = ["my card number is {v}", "card: {v} exp 09/27", "Kartennummer {v}
                "卡号 {v}", "numéro de carte {v}", "pay with {v} please",
                "número de tarjeta {v}", "カード番号は{v}です"]  # fmt: skip
 IBAN_FRAMES = ["my IBAN is {v}", "IBAN: {v}", "Überweisung bitte auf {v}",
-               "mon IBAN : {v}", "transfer it to {v} (Santander)", "IBAN {v}, BIC DEUTDEFF"]  # fmt: skip
+               "mon IBAN : {v}", "transfer it to {v} (Santander)", "IBAN {v}, BIC DEUTDEFF"]  # fmt: skip  # noqa: E501
 PEM_LABELS = ["RSA PRIVATE KEY", "PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY",
               "ENCRYPTED PRIVATE KEY", "DSA PRIVATE KEY", "PGP PRIVATE KEY BLOCK"]  # fmt: skip
 PEM_FRAMES = ["here is the deploy key:\n{v}", "{v}", "key.pem contains\n{v}\nis that right?",
@@ -498,7 +498,7 @@ class Builder:
             held = index % 3 == 0
             token = g.pick(["ghp_" + g.an(36), "glpat-" + g.urlsafe(20), g.hex(40)])
             text = g.pick([f"git clone https://{token}@github.com/acme/api.git",
-                           f"git remote set-url origin https://oauth2:{token}@gitlab.com/acme/web.git"])  # fmt: skip
+                           f"git remote set-url origin https://oauth2:{token}@gitlab.com/acme/web.git"])  # fmt: skip  # noqa: E501
             self.add("url_token", "git_url", text, token, held)
         for lang, frames in PASSWORD_FRAMES.items():
             for _ in range(len(frames) + 1):
@@ -523,7 +523,9 @@ class Builder:
             self.add("connection_string", "conn", text, value, held)
         for index in range(9):
             held = index % 3 == 0
-            label = g.pick(sorted(label for label in PEM_LABELS if (label in self.held_pem) == held))
+            label = g.pick(
+                sorted(label for label in PEM_LABELS if (label in self.held_pem) == held)
+            )
             value = g.pem(label)
             fid, frame = self.frame("pem", PEM_FRAMES, held)
             self.add("private_key", f"pem:{label}", frame.format(v=value), value, held)
@@ -593,7 +595,9 @@ def ordinary(seed: int) -> list[dict[str, object]]:
             lambda: "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAA" + g.b64(180),
             lambda: f"background: url(data:image/svg+xml;base64,PHN2ZyB4bWxucz0i{g.b64(90)});",
             lambda: f'<img src="data:image/jpeg;base64,/9j/4AAQSkZJRgABAQ{g.b64(150)}">',
-            lambda: f"the payload is base64: {base64.b64encode(g.pick(['hello world', 'order shipped', '你好']).encode()).decode()}",
+            lambda: (
+                f"the payload is base64: {base64.b64encode(g.pick(['hello world', 'order shipped', '你好']).encode()).decode()}"  # noqa: E501
+            ),
             lambda: f'"thumbnail": "data:image/webp;base64,UklGR{g.b64(120)}"',
             lambda: f"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{g.b64(32).rstrip('=')} alice@laptop",
             lambda: f"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ{g.b64(200)} deploy@ci",
@@ -602,7 +606,9 @@ def ordinary(seed: int) -> list[dict[str, object]]:
             lambda: f"upgraded requests to 2.{g.digits(2)}.{g.digits(1)}",
             lambda: f"Python 3.{g.digits(2)}.{g.digits(1)} and Node v{g.digits(2)}.{g.digits(2)}.1",
             lambda: f"pip install numpy=={g.digits(1)}.{g.digits(2)}.4 pandas>=2.{g.digits(1)}",
-            lambda: f"release v{g.digits(1)}.{g.digits(1)}.{g.digits(1)}-rc.{g.digits(1)}+build.{g.digits(3)}",
+            lambda: (
+                f"release v{g.digits(1)}.{g.digits(1)}.{g.digits(1)}-rc.{g.digits(1)}+build.{g.digits(3)}"  # noqa: E501
+            ),
             lambda: f"build 2024.{g.digits(2)}.{g.digits(2)}.{g.digits(4)} is on staging",
             lambda: f"kernel 6.{g.digits(1)}.0-{g.digits(2)}-generic #{g.digits(2)}-Ubuntu",
             lambda: f"Chrome/{g.digits(3)}.0.{g.digits(4)}.{g.digits(3)} Safari/537.36",
@@ -625,7 +631,9 @@ def ordinary(seed: int) -> list[dict[str, object]]:
             lambda: f"the completion id was chatcmpl-{g.an(29)}",
             lambda: f"Anthropic returned msg_01{g.an(22)} with stop_reason end_turn",
             lambda: f"thread_{g.an(24)} has 12 messages, run run_{g.an(24)} is queued",
-            lambda: f"pod api-{g.s(LOWER + DIGITS, 9)}-{g.s(LOWER + DIGITS, 5)} is CrashLoopBackOff",
+            lambda: (
+                f"pod api-{g.s(LOWER + DIGITS, 9)}-{g.s(LOWER + DIGITS, 5)} is CrashLoopBackOff"
+            ),
         ],
         "phone": [
             lambda: f"call me at +49 30 {g.digits(7)}",
@@ -722,8 +730,12 @@ def ordinary(seed: int) -> list[dict[str, object]]:
             lambda: f"the card ending in {g.digits(4)} was declined",
             lambda: f"4111 1111 1111 111{g.pick(['2', '3', '4'])} is not a valid test card",
             lambda: f"IMEI {g.digits(15)} is blacklisted?",
-            lambda: f"MAC address {g.s('0123456789abcdef', 2)}:{g.hex(2)}:{g.hex(2)}:{g.hex(2)}:{g.hex(2)}:{g.hex(2)}",
-            lambda: f"IP 10.{g.rng.randrange(256)}.{g.rng.randrange(256)}.{g.rng.randrange(256)} is blocked",
+            lambda: (
+                f"MAC address {g.s('0123456789abcdef', 2)}:{g.hex(2)}:{g.hex(2)}:{g.hex(2)}:{g.hex(2)}:{g.hex(2)}"  # noqa: E501
+            ),
+            lambda: (
+                f"IP 10.{g.rng.randrange(256)}.{g.rng.randrange(256)}.{g.rng.randrange(256)} is blocked"  # noqa: E501
+            ),
             lambda: f"timestamp {g.digits(13)} in ms",
             lambda: f"account number ends with {g.digits(4)}",
             lambda: f"the total was {g.digits(3)},{g.digits(2)} EUR",
@@ -787,7 +799,11 @@ def files(seed: int) -> dict[str, str]:
     out = {}
     for part, held in (("tuned", False), ("heldout", True)):
         out[f"secrets_{part}.jsonl"] = _dump(
-            [{k: v for k, v in r.items() if k != "heldout"} for r in secrets if r["heldout"] == held]
+            [
+                {k: v for k, v in r.items() if k != "heldout"}
+                for r in secrets
+                if r["heldout"] == held
+            ]
         )
         out[f"ordinary_{part}.jsonl"] = _dump(
             [{k: v for k, v in r.items() if k != "heldout"} for r in lines if r["heldout"] == held]
