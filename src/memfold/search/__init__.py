@@ -1,0 +1,21 @@
+"""Search over a scope's facts, and the relevance order that injection uses.
+
+``Searcher`` ranks facts against a query with BM25 over CJK-aware terms (``_terms``), and,
+when an ``Embedder`` is configured, fuses that with cosine similarity of embeddings
+(``embeddings``). ``Memory.search`` and ``Memory.context(query=...)`` call it.
+"""
+
+from memfold.search.embeddings import Embedder, EmbeddingError, OpenAIEmbeddings, make_embedder
+from memfold.search.lexical import LexicalIndex
+from memfold.search.searcher import MAX_QUERY_CHARS, Searcher, SearchHit
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "Embedder",
+    "EmbeddingError",
+    "LexicalIndex",
+    "OpenAIEmbeddings",
+    "SearchHit",
+    "Searcher",
+    "make_embedder",
+]
