@@ -11,6 +11,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from datetime import UTC, date, datetime
@@ -101,7 +102,7 @@ class Memory:
         self._own_embedder = embedder is None and config.embeddings is not None
         if embedder is None and config.embeddings is not None:
             embedder = make_embedder(config.embeddings)
-        self._searcher = Searcher(embedder)
+        self._searcher = Searcher(embedder, clock=time.monotonic if clock is None else clock.now)
         self._updater = Updater(
             self._store,
             self._extractor,
