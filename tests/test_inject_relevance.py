@@ -17,6 +17,9 @@ from memfold.tokens import get_counter
 
 COUNTER = get_counter("cl100k_base")
 
+#: Longer than any filler fact, so no room the fillers leave over can take it.
+PEANUTS = "Is allergic to peanuts and carries an EpiPen everywhere"
+
 
 @pytest.fixture
 def memory() -> Memory:
@@ -26,19 +29,15 @@ def memory() -> Memory:
 
 
 def fill(memory: Memory, count: int = 120) -> None:
-    """Many confident facts that have nothing to do with pets or food."""
+    """Many confident facts that have nothing to do with pets or food, each shorter than
+    the peanut fact, so no room they leave over can take it."""
     for i in range(count):
-        memory.add_fact(
-            f"Used tool number {i} for a data migration at work",
-            category="knowledge",
-            confidence=0.95,
-            user_id="u",
-        )
+        memory.add_fact(f"Knows tool {i}", category="knowledge", confidence=0.95, user_id="u")
 
 
 def test_a_relevant_low_confidence_fact_is_injected_only_with_the_query(memory: Memory) -> None:
     fill(memory)
-    memory.add_fact("Is allergic to peanuts", confidence=0.71, user_id="u")
+    memory.add_fact(PEANUTS, confidence=0.71, user_id="u")
 
     plain = memory.context(user_id="u", max_tokens=400)
     relevant = memory.context(user_id="u", max_tokens=400, query="Is peanut butter OK?")
@@ -68,13 +67,13 @@ def test_relevant_facts_come_first_then_the_rest_by_confidence(memory: Memory) -
 def test_guaranteed_corrections_stay_first_whatever_the_query(memory: Memory) -> None:
     fill(memory, 60)
     memory.add_fact("Name is spelled Dana, not Dane", category="correction", user_id="u")
-    memory.add_fact("Is allergic to peanuts", confidence=0.71, user_id="u")
+    memory.add_fact(PEANUTS, confidence=0.71, user_id="u")
 
     block = memory.context(user_id="u", max_tokens=300, query="peanuts?")
     facts = [line for line in block.splitlines() if line.startswith("- [")]
 
     assert facts[0].endswith("Name is spelled Dana, not Dane")
-    assert facts[1].endswith("Is allergic to peanuts")
+    assert facts[1].endswith(PEANUTS)
 
 
 def test_an_empty_or_unmatched_query_gives_the_plain_block(memory: Memory) -> None:
@@ -94,14 +93,14 @@ def test_query_must_be_text(memory: Memory) -> None:
 
 def test_blocks_are_cached_per_relevance_order_not_per_message(memory: Memory) -> None:
     fill(memory, 30)
-    memory.add_fact("Is allergic to peanuts", confidence=0.71, user_id="u")
+    memory.add_fact(PEANUTS, confidence=0.71, user_id="u")
     renderer = memory._renderer
     memory.context(user_id="u", max_tokens=200)
     before = renderer.cache_len()
 
     first = memory.context(user_id="u", max_tokens=200, query="peanuts")
     again = memory.context(user_id="u", max_tokens=200, query="Any peanuts in it?")
-    other = memory.context(user_id="u", max_tokens=200, query="tool number 7")
+    other = memory.context(user_id="u", max_tokens=200, query="tool 7")
 
     assert first == again
     assert other != first
@@ -110,19 +109,20 @@ def test_blocks_are_cached_per_relevance_order_not_per_message(memory: Memory) -
 
 def test_a_fact_edited_away_from_the_query_is_no_longer_preferred(memory: Memory) -> None:
     fill(memory)
-    fact = memory.add_fact("Is allergic to peanuts", confidence=0.71, user_id="u")
+    fact = memory.add_fact(PEANUTS, confidence=0.71, user_id="u")
     assert "peanuts" in memory.context(user_id="u", max_tokens=400, query="peanuts")
 
-    memory.edit_fact(fact.id, content="Is allergic to cats", confidence=0.71, user_id="u")
+    cats = "Is allergic to cats and keeps well away from every animal shelter"
+    memory.edit_fact(fact.id, content=cats, confidence=0.71, user_id="u")
 
     block = memory.context(user_id="u", max_tokens=400, query="peanuts")
     assert "peanuts" not in block
-    assert "Is allergic to cats" not in block
+    assert cats not in block
 
 
 def test_acontext_passes_the_query(memory: Memory) -> None:
     fill(memory)
-    memory.add_fact("Is allergic to peanuts", confidence=0.71, user_id="u")
+    memory.add_fact(PEANUTS, confidence=0.71, user_id="u")
 
     block = asyncio.run(memory.acontext(user_id="u", max_tokens=400, query="peanuts"))
 
