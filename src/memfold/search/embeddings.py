@@ -9,13 +9,13 @@ server, ...) does the work. The API key is read from the environment variable na
 from __future__ import annotations
 
 import math
-import os
 from array import array
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
+from memfold._openai_sdk import api_key_from_env, import_openai
 from memfold.config import mask_secrets
-from memfold.errors import ConfigError, MemfoldError
+from memfold.errors import MemfoldError
 
 if TYPE_CHECKING:
     from memfold.config import EmbeddingsConfig
@@ -31,8 +31,6 @@ __all__ = [
 
 #: A unit-length embedding in single precision (a quarter of the memory of a float list).
 Vector: TypeAlias = "array[float]"
-
-_LOCAL_API_KEY = "memfold-no-key"
 
 
 class EmbeddingError(MemfoldError):
@@ -71,17 +69,6 @@ def unit_vector(values: Sequence[float]) -> Vector:
     return array("f", [v / norm for v in floats])
 
 
-def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError as exc:
-        raise ConfigError(
-            "embeddings.provider=openai needs the openai package: pip install 'memfold[openai]'",
-            key="embeddings.provider",
-        ) from exc
-    return openai
-
-
 class OpenAIEmbeddings:
     """An :class:`Embedder` over ``POST {base_url}/embeddings`` with the ``openai`` SDK.
 
@@ -107,19 +94,8 @@ class OpenAIEmbeddings:
             raise ValueError("model must be a non-empty model name, e.g. 'text-embedding-3-small'")
         if batch_size < 1:
             raise ValueError(f"batch_size={batch_size}: must be at least 1")
-        sdk = _import_openai()
-        env = os.environ if environ is None else environ
-        if api_key_env is None:
-            api_key = _LOCAL_API_KEY
-        else:
-            api_key = env.get(api_key_env, "")
-            if not api_key:
-                raise ConfigError(
-                    f"environment variable {api_key_env} is not set: export it with your API "
-                    "key, or set embeddings.api_key_env to null for a local server that needs "
-                    "none",
-                    key="embeddings.api_key_env",
-                )
+        sdk = import_openai("embeddings")
+        api_key = api_key_from_env(api_key_env, "embeddings", environ)
         self.model = model
         self.name = f"openai:{model}:{dimensions or ''}"
         self.base_url = base_url
@@ -150,7 +126,7 @@ class OpenAIEmbeddings:
         return out
 
     def _batch(self, texts: list[str]) -> list[Sequence[float]]:
-        sdk = _import_openai()
+        sdk = import_openai("embeddings")
         where = f"embeddings model {self.model!r} at {mask_secrets(self.base_url) or 'OpenAI'}"
         kwargs: dict[str, Any] = {"model": self.model, "input": texts, "encoding_format": "float"}
         if self.dimensions is not None:
