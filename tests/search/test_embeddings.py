@@ -4,6 +4,7 @@ ranking, the per-fact vector cache and falling back to lexical search when it fa
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -378,3 +379,13 @@ def test_memory_without_the_key_variable_fails_at_construction(
 
     with pytest.raises(ConfigError, match="OPENAI_API_KEY is not set"):
         Memory(store=InMemoryStore(), start_workers=False, embeddings={"model": "m"})
+
+
+def test_a_missing_openai_package_names_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "openai", None)
+
+    with pytest.raises(ConfigError, match=r"pip install 'memfold\[openai\]'") as caught:
+        OpenAIEmbeddings("m", api_key_env=None)
+    assert caught.value.key == "embeddings.provider"
