@@ -49,13 +49,20 @@ def _percentiles(samples: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
 
 
-def _timed(call: Callable[[str], object], texts: Sequence[str], rounds: int) -> list[float]:
+def _timed(
+    call: Callable[[str], object],
+    texts: Sequence[str],
+    rounds: int,
+    clock: Callable[[], float] = time.perf_counter,
+) -> list[float]:
+    """Milliseconds of each call by ``clock``: wall time, or ``time.thread_time`` for the
+    CPU time of this thread alone (what a busy shared machine does not inflate)."""
     samples = []
     for _ in range(rounds):
         for text in texts:
-            started = time.perf_counter()
+            started = clock()
             call(text)
-            samples.append((time.perf_counter() - started) * 1000)
+            samples.append((clock() - started) * 1000)
     return samples
 
 
@@ -126,11 +133,20 @@ def speed_rows(quick: bool) -> list[Row]:
                 p50, p95 = _percentiles(
                     _timed(lambda q, m=memory: m.search(q, user_id="bench"), texts, rounds)
                 )
+                cpu95 = _percentiles(
+                    _timed(
+                        lambda q, m=memory: m.search(q, user_id="bench"),
+                        texts,
+                        rounds,
+                        time.thread_time,
+                    )
+                )[1]
         except LookupError:
             print("# bench_search: no PostgreSQL server, its rows are left out", file=sys.stderr)
             continue
         rows.append(_row(f"search p50 / 1,000 facts warm ({storage} store)", p50, "≤ 2 ms p95"))
         rows.append(_row(f"search p95 / 1,000 facts warm ({storage} store)", p95, "≤ 2 ms"))
+        rows.append(_row(f"search p95, CPU time of the call ({storage} store)", cpu95, "≤ 2 ms"))
         if storage == "memory":
             rows.append(_row("first search of a 1,000-fact scope (index build)", build_ms, ""))
     with _memory("memory") as memory:

@@ -12,7 +12,6 @@ import bisect
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from memfold.model import Fact
 from memfold.search._terms import MIN_PREFIX, terms
@@ -35,31 +34,26 @@ _B = 0.75
 _PREFIX_WEIGHT = 0.6
 
 
-@dataclass(frozen=True, slots=True)
-class _Posting:
-    doc: int
-    tf: int
-
-
 class LexicalIndex:
     """BM25 (k1 = 1.2, b = 0.75) over ``facts``; immutable once built."""
 
-    __slots__ = ("_avg_len", "_idf", "_lengths", "_postings", "_vocab", "facts")
+    __slots__ = ("_idf", "_norms", "_postings", "_vocab", "facts")
 
     def __init__(self, facts: Sequence[Fact]) -> None:
         self.facts: tuple[Fact, ...] = tuple(facts)
-        postings: dict[str, list[_Posting]] = {}
+        postings: dict[str, list[tuple[int, int]]] = {}  # term → [(fact index, tf)]
         lengths: list[int] = []
         for doc, fact in enumerate(self.facts):
             category = fact.category.lower()
             words = terms(f"{fact.content} {CATEGORY_WORDS.get(category, category)}")
             lengths.append(len(words))
             for term, tf in Counter(words).items():
-                postings.setdefault(term, []).append(_Posting(doc, tf))
+                postings.setdefault(term, []).append((doc, tf))
         count = len(self.facts)
         self._postings = postings
-        self._lengths = lengths
-        self._avg_len = (sum(lengths) / count) if count else 0.0
+        average = (sum(lengths) / count) if count else 1.0
+        #: the length normalisation of each fact's term frequencies
+        self._norms = [_K1 * (1.0 - _B + _B * length / (average or 1.0)) for length in lengths]
         self._idf = {
             term: math.log(1.0 + (count - len(p) + 0.5) / (len(p) + 0.5))
             for term, p in postings.items()
@@ -73,13 +67,11 @@ class LexicalIndex:
         """BM25 score of every fact that shares a term with ``query`` (fact index → score)."""
         weights = self._query_weights(query)
         scores: dict[int, float] = {}
-        lengths, avg = self._lengths, self._avg_len or 1.0
+        norms = self._norms
         for term, weight in weights.items():
-            idf = self._idf[term] * weight
-            for posting in self._postings[term]:
-                norm = _K1 * (1.0 - _B + _B * lengths[posting.doc] / avg)
-                gain = idf * posting.tf * (_K1 + 1.0) / (posting.tf + norm)
-                scores[posting.doc] = scores.get(posting.doc, 0.0) + gain
+            gain = self._idf[term] * weight * (_K1 + 1.0)
+            for doc, tf in self._postings[term]:
+                scores[doc] = scores.get(doc, 0.0) + gain * tf / (tf + norms[doc])
         return scores
 
     def _query_weights(self, query: str) -> dict[str, float]:
