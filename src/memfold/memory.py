@@ -99,6 +99,11 @@ class Memory:
             guaranteed_categories=config.guaranteed_categories,
             guaranteed_budget=config.guaranteed_token_budget,
         )
+        if embedder is not None and not isinstance(embedder, Embedder):
+            raise TypeError(
+                f"embedder={embedder!r}: pass an object with a `name` and an "
+                "`embed(texts) -> list of vectors` method, or configure `embeddings`"
+            )
         self._own_embedder = embedder is None and config.embeddings is not None
         if embedder is None and config.embeddings is not None:
             embedder = make_embedder(config.embeddings)

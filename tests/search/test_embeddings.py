@@ -389,3 +389,42 @@ def test_a_missing_openai_package_names_the_install_command(
     with pytest.raises(ConfigError, match=r"pip install 'memfold\[openai\]'") as caught:
         OpenAIEmbeddings("m", api_key_env=None)
     assert caught.value.key == "embeddings.provider"
+
+
+def test_an_embedder_without_embed_is_refused_at_construction() -> None:
+    with pytest.raises(TypeError, match="embed"):
+        Memory(store=InMemoryStore(), start_workers=False, embedder=object())  # type: ignore[arg-type]
+
+
+def test_the_fake_servers_default_embedding_puts_texts_with_shared_words_close() -> None:
+    from memfold.testing import hashed_embedding
+
+    def cosine(a: str, b: str) -> float:
+        return sum(x * y for x, y in zip(hashed_embedding(a), hashed_embedding(b), strict=True))
+
+    with FakeOpenAIServer() as fake:
+        client = OpenAIEmbeddings("m", base_url=fake.base_url, api_key_env=None)
+        (vector,) = client.embed(["green tea please"])
+        client.close()
+
+    assert list(vector) == pytest.approx(hashed_embedding("green tea please"))
+    assert cosine("likes green tea", "green tea please") > cosine("likes green tea", "a dog")
+    assert hashed_embedding("") == pytest.approx([1.0] + [0.0] * 63)
+
+
+def test_the_fake_server_refuses_input_that_is_not_text() -> None:
+    import json as json_module
+    import urllib.error
+    import urllib.request
+
+    with FakeOpenAIServer() as fake:
+        request = urllib.request.Request(
+            f"{fake.base_url}/embeddings",
+            data=json_module.dumps({"model": "m", "input": [1, 2]}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(request, timeout=5)
+
+    assert caught.value.code == 400
+    assert "list of strings" in caught.value.read().decode()
