@@ -215,3 +215,17 @@ def test_limit_and_category_types_are_checked(memory: Memory) -> None:
 def test_search_of_an_empty_scope_is_empty(memory: Memory) -> None:
     assert memory.search("anything", user_id="u") == []
     assert memory.get(user_id="u") == MemoryDocument()
+
+
+def test_hits_carry_the_callers_fact_even_when_only_unknown_fields_changed() -> None:
+    from memfold.model import Scope
+    from memfold.search import Searcher
+
+    searcher = Searcher()
+    old = Fact(id="f1", content="Likes tea", extra={"note": "old"})
+    new = Fact(id="f1", content="Likes tea", extra={"note": "new"})
+    searcher.search(Scope("u"), [old], "tea")
+
+    (hit,) = searcher.search(Scope("u"), [new], "tea")
+
+    assert hit.fact.extra == {"note": "new"}

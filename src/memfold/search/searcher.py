@@ -142,16 +142,18 @@ class Searcher:
 
         Ties are broken by confidence, then by the newest ``createdAt``.
         """
-        entry = self._entry(scope, facts)
+        current = tuple(facts)
+        entry = self._entry(scope, current)
         wanted = None if category is None else category.strip().lower()
         ranked = self._ranked(entry, clip_query(query), wanted, limit + _SEMANTIC_CANDIDATES)
-        return [SearchHit(fact, score) for fact, score in ranked[:limit]]
+        # the caller's facts, not the entry's: equal facts may differ in ``extra``
+        return [SearchHit(current[index], score) for index, score in ranked[:limit]]
 
     def relevance(self, scope: Scope, facts: Sequence[Fact], query: str) -> tuple[str, ...]:
         """Ids of the facts that match ``query``, most relevant first (for injection)."""
         entry = self._entry(scope, facts)
         ranked = self._ranked(entry, clip_query(query), None, _SEMANTIC_CANDIDATES)
-        return tuple(fact.id for fact, _ in ranked)
+        return tuple(entry.facts[index].id for index, _ in ranked)
 
     def forget(self, scope: Scope) -> None:
         """Drop the scope's index and vectors (after a clear or when a user is forgotten)."""
@@ -169,7 +171,7 @@ class Searcher:
     # --- internals ------------------------------------------------------------------
 
     def _entry(self, scope: Scope, facts: Sequence[Fact]) -> _Entry:
-        current = tuple(facts)
+        current = facts if isinstance(facts, tuple) else tuple(facts)
         with self._lock:
             entry = self._entries.get(scope)
             if entry is not None and (entry.facts is current or entry.facts == current):
@@ -202,7 +204,8 @@ class Searcher:
 
     def _ranked(
         self, entry: _Entry, query: str, category: str | None, candidates: int
-    ) -> list[tuple[Fact, float]]:
+    ) -> list[tuple[int, float]]:
+        """(fact index, score) of the matching facts, best first."""
         facts = entry.facts
         eligible = [
             i
@@ -213,12 +216,12 @@ class Searcher:
         lexical_order = _order([i for i in eligible if i in lexical], lexical, facts)
         semantic_order = self._semantic(entry, query, eligible, candidates) if eligible else None
         if semantic_order is None:
-            return [(facts[i], lexical[i]) for i in lexical_order]
+            return [(i, lexical[i]) for i in lexical_order]
         fused: dict[int, float] = {}
         for order in (lexical_order, semantic_order):
             for rank, index in enumerate(order, start=1):
                 fused[index] = fused.get(index, 0.0) + 1.0 / (_RRF_K + rank)
-        return [(facts[i], fused[i]) for i in _order(list(fused), fused, facts)]
+        return [(i, fused[i]) for i in _order(list(fused), fused, facts)]
 
     def _semantic(
         self, entry: _Entry, query: str, eligible: list[int], candidates: int
