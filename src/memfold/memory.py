@@ -35,7 +35,7 @@ from memfold.model import (
 from memfold.queue.base import Job, JobKey, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
 from memfold.redact import is_only_redaction, redact_messages, redactor_for
-from memfold.search import Embedder, Searcher, SearchHit, make_embedder
+from memfold.search import Embedder, Searcher, SearchHit, check_search_args, make_embedder
 from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
@@ -339,7 +339,7 @@ class Memory:
                 string or None.
             ValueError: ``query`` is empty or ``limit`` is outside 1..1000.
         """
-        _check_search_args(query, limit, category)
+        check_search_args(query, limit, category)
         scope = Scope(user_id, agent)
         document = self._store.load(scope)
         if not document.facts:
@@ -542,23 +542,6 @@ class Memory:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-#: Most search results one call returns.
-MAX_SEARCH_LIMIT = 1000
-
-
-def _check_search_args(query: object, limit: object, category: object) -> None:
-    if not isinstance(query, str):
-        raise TypeError(f"query must be a string, not {type(query).__name__}")
-    if not query.strip():
-        raise ValueError("query is empty: pass the words to search for, e.g. 'coffee'")
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise TypeError(f"limit must be an int, not {type(limit).__name__}")
-    if not 1 <= limit <= MAX_SEARCH_LIMIT:
-        raise ValueError(f"limit={limit}: must be between 1 and {MAX_SEARCH_LIMIT}")
-    if category is not None and not isinstance(category, str):
-        raise TypeError(f"category must be a string or None, not {type(category).__name__}")
 
 
 def _make_extractor(config: MemoryConfig, chat_model: Any) -> Extractor:

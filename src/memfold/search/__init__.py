@@ -7,15 +7,23 @@ when an ``Embedder`` is configured, fuses that with cosine similarity of embeddi
 
 from memfold.search.embeddings import Embedder, EmbeddingError, OpenAIEmbeddings, make_embedder
 from memfold.search.lexical import LexicalIndex
-from memfold.search.searcher import MAX_QUERY_CHARS, Searcher, SearchHit
+from memfold.search.searcher import (
+    MAX_QUERY_CHARS,
+    MAX_SEARCH_LIMIT,
+    Searcher,
+    SearchHit,
+    check_search_args,
+)
 
 __all__ = [
     "MAX_QUERY_CHARS",
+    "MAX_SEARCH_LIMIT",
     "Embedder",
     "EmbeddingError",
     "LexicalIndex",
     "OpenAIEmbeddings",
     "SearchHit",
     "Searcher",
+    "check_search_args",
     "make_embedder",
 ]

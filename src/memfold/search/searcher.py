@@ -26,7 +26,7 @@ from memfold.model import Fact, Scope, fact_to_dict
 from memfold.search.embeddings import Embedder, EmbeddingError, Vector, unit_vector
 from memfold.search.lexical import LexicalIndex
 
-__all__ = ["MAX_QUERY_CHARS", "SearchHit", "Searcher"]
+__all__ = ["MAX_QUERY_CHARS", "MAX_SEARCH_LIMIT", "SearchHit", "Searcher", "check_search_args"]
 
 logger = logging.getLogger("memfold.search")
 
@@ -95,6 +95,29 @@ def _dots(query: Vector, entry: _Entry, eligible: list[int]) -> list[float]:
         matrix = matrix[eligible]
     products: list[float] = (matrix @ np.frombuffer(query, dtype=np.float32)).tolist()
     return products
+
+
+#: Most search results one call returns.
+MAX_SEARCH_LIMIT = 1000
+
+
+def check_search_args(query: object, limit: object, category: object) -> None:
+    """The arguments of ``Memory.search`` (and of every face over it), checked alike.
+
+    Raises:
+        TypeError: a value of the wrong type.
+        ValueError: an empty query or a limit outside 1..``MAX_SEARCH_LIMIT``.
+    """
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a string, not {type(query).__name__}")
+    if not query.strip():
+        raise ValueError("query is empty: pass the words to search for, e.g. 'coffee'")
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be an int, not {type(limit).__name__}")
+    if not 1 <= limit <= MAX_SEARCH_LIMIT:
+        raise ValueError(f"limit={limit}: must be between 1 and {MAX_SEARCH_LIMIT}")
+    if category is not None and not isinstance(category, str):
+        raise TypeError(f"category must be a string or None, not {type(category).__name__}")
 
 
 class Searcher:
