@@ -115,3 +115,14 @@ def test_renderer_scrubs_on_a_miss_and_serves_the_cached_block_after() -> None:
     assert len(calls) == scrubbed  # a cached block is not redacted again
     renderer.render(Scope("u", None), document.with_changes(revision=2))
     assert len(calls) == scrubbed  # same texts in the next revision: memoised
+
+
+def test_search_results_are_redacted_like_the_context_block(tmp_path: Path) -> None:
+    with _memory(tmp_path) as mem:
+        mem.import_document(_v1_memory(), user_id="u")
+        hits = mem.search("Passwort", user_id="u")
+        plain = mem.search("tabs", user_id="u")
+    assert hits
+    assert all(PASSWORD not in hit.fact.content for hit in hits)
+    assert "[REDACTED:password]" in hits[0].fact.content
+    assert plain[0].fact.content == "Prefers tabs over spaces"

@@ -36,7 +36,7 @@ from memfold.redact._generic import GENERIC
 from memfold.redact._markers import is_only_redaction
 from memfold.redact._prose import PROSE
 from memfold.redact._providers import MAINTAINED, MAINTAINED_SOURCE, OWN
-from memfold.redact._recall import cached_scrub, redact_document
+from memfold.redact._recall import cached_scrub, redact_document, redact_fact
 
 if TYPE_CHECKING:
     from memfold.config import MemoryConfig
@@ -48,6 +48,7 @@ __all__ = [
     "cached_scrub",
     "is_only_redaction",
     "redact_document",
+    "redact_fact",
     "redact_messages",
     "redactor_for",
 ]

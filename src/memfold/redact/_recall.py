@@ -29,7 +29,7 @@ def redact_document(document: MemoryDocument, scrub: Scrub | None) -> MemoryDocu
     ``scrub`` (the same object when nothing changed or ``scrub`` is None)."""
     if scrub is None:
         return document
-    facts = tuple(_fact(fact, scrub) for fact in document.facts)
+    facts = tuple(redact_fact(fact, scrub) for fact in document.facts)
     summaries = {
         name: summary if (text := scrub(summary.summary)) == summary.summary
         else replace(summary, summary=text)
@@ -42,7 +42,11 @@ def redact_document(document: MemoryDocument, scrub: Scrub | None) -> MemoryDocu
     return document.with_changes(facts=facts, summaries=summaries)
 
 
-def _fact(fact: Fact, scrub: Scrub) -> Fact:
+def redact_fact(fact: Fact, scrub: Scrub | None) -> Fact:
+    """``fact`` with its content and correction passed through ``scrub`` (the same
+    object when nothing changed)."""
+    if scrub is None:
+        return fact
     content = scrub(fact.content)
     error = scrub(fact.source_error) if fact.source_error else fact.source_error
     if content == fact.content and error == fact.source_error:
