@@ -243,3 +243,21 @@ def test_one_megabyte_of_hostile_text_is_redacted_in_linear_time(name: str) -> N
     started = time.perf_counter()
     Redactor(emails=True, phones=True).redact(HOSTILE[name])
     assert time.perf_counter() - started < 20
+
+
+def test_a_password_inside_a_flood_of_its_trigger_word_is_still_found() -> None:
+    # more than one anchor per 64 characters: the prose detector scans in one pass
+    flood = "password " * 12_000
+    text = flood + "mein Passwort ist Sommer2024! " + flood + "login root, password l4BPd#FX"
+    out, found = Redactor().redact_with_findings(text)
+    assert "Sommer2024!" not in out
+    assert "l4BPd#FX" not in out
+    assert [f.rule for f in found] == ["password_prose", "password_prose"]
+
+
+def test_long_texts_find_what_short_texts_find() -> None:
+    # hint tests are memoised from 4 kB on; the result must not depend on it
+    lines = [line.split("=", 1)[0] + "=" + line.split("=", 1)[1] for line in S1_MISSES[:3]]
+    short = [Redactor().redact(line) for line in lines]
+    padded = Redactor().redact("\n".join(lines) + "\n" + "ordinary words " * 400)
+    assert all(part in padded for part in short)
