@@ -124,26 +124,27 @@ def test_secret_names_headers_urls_and_command_lines_are_redacted(line: str, sec
     assert secret not in out, out
 
 
-@pytest.mark.parametrize(
-    "line",
-    [
-        "my password is Fenster2014?",  # en
-        "我的密码是Paris2009%",  # zh
-        "das Kennwort lautet Tigre#3565",  # de
-        "le mot de passe du wifi : Pizza@3012",  # fr
-        "la contraseña del wifi es blue1993?",  # es
-        "minha senha é Kaffee.8721",  # pt
-        "パスワードはNWCcNV5HO1qixYJhです",  # ja
-        "la mia password è jwNrrl4mLHZJ0xu",  # it
-        "mijn wachtwoord is Tigre#3565",  # nl
-        "мой пароль Sakura@7388",  # ru
-        "비밀번호는 Kaffee.8721입니다",  # ko
-        "moje hasło to QI2$z2Lmk=rTQ0pm&",  # pl
-        "wifi şifresi: d6tY#ws^f=z$",  # tr
-        "use R!XIS*8Och-WJ as the password",
-        "login root, password l4BPd#FXTB6e",
-    ],
-)
+PROSE_LINES = [
+    "my password is Fenster2014?",  # en
+    "我的密码是Paris2009%",  # zh
+    "das Kennwort lautet Tigre#3565",  # de
+    "le mot de passe du wifi : Pizza@3012",  # fr
+    "la contraseña del wifi es blue1993?",  # es
+    "minha senha é Kaffee.8721",  # pt
+    "パスワードはNWCcNV5HO1qixYJhです",  # ja
+    "la mia password è jwNrrl4mLHZJ0xu",  # it
+    "mijn wachtwoord is Tigre#3565",  # nl
+    "мой пароль Sakura@7388",  # ru
+    "비밀번호는 Kaffee.8721입니다",  # ko
+    "moje hasło to QI2$z2Lmk=rTQ0pm&",  # pl
+    "wifi şifresi: d6tY#ws^f=z$",  # tr
+    "use R!XIS*8Och-WJ as the password",
+    "login root, password l4BPd#FXTB6e",
+    "PASSWORT: eGYDhtdHrX",  # mixed case, letters only
+]
+
+
+@pytest.mark.parametrize("line", PROSE_LINES)
 def test_prose_passwords_in_many_languages_are_redacted(line: str) -> None:
     (finding,) = Redactor().findings(line)
     assert finding.kind == "password"
@@ -261,3 +262,11 @@ def test_long_texts_find_what_short_texts_find() -> None:
     short = [Redactor().redact(line) for line in lines]
     padded = Redactor().redact("\n".join(lines) + "\n" + "ordinary words " * 400)
     assert all(part in padded for part in short)
+
+
+@pytest.mark.parametrize("line", PROSE_LINES)
+def test_prose_passwords_are_found_inside_a_flood_of_password_words(line: str) -> None:
+    # a flood switches the prose detector to one pass over the text: same findings
+    flood = "password passwort 密码 パスワード " * 3_000
+    alone = Redactor().redact(line)
+    assert alone in Redactor().redact(flood + "\n" + line + "\n" + flood)

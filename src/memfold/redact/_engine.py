@@ -67,6 +67,9 @@ class Detector:
     anchors: tuple[str, ...] = ()
     #: Tried at an anchor where ``pattern`` finds no value that passes the checks.
     fallback: re.Pattern[str] | None = None
+    #: Matches wherever ``pattern`` or ``fallback`` may: finds the starts of a flood in
+    #: one pass instead of one per pattern.
+    finder: re.Pattern[str] | None = None
     _ascii_hints: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _other_hints: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -122,6 +125,13 @@ class Detector:
 
     def _anchored(self, text: str) -> Iterator[re.Match[str]]:
         lowered = text.translate(_ASCII_LOWER)  # same length: positions stay valid
+        patterns = (self.pattern,) if self.fallback is None else (self.pattern, self.fallback)
+        if len(text) > _DENSE * 64:
+            count = sum((lowered if a.isascii() else text).count(a) for a in self.anchors)
+            if count * _DENSE > len(text):
+                # anchors everywhere (a flood of one word): one pass in C beats a call each
+                yield from self._dense(text, patterns)
+                return
         starts: set[int] = set()
         for anchor in self.anchors:
             haystack = lowered if anchor.isascii() else text
@@ -129,11 +139,6 @@ class Detector:
             while position >= 0:
                 starts.add(position)
                 position = haystack.find(anchor, position + 1)
-        patterns = (self.pattern,) if self.fallback is None else (self.pattern, self.fallback)
-        if len(text) > _DENSE * 64 and len(starts) * _DENSE > len(text):
-            # anchors everywhere (a flood of one word): one pass in C beats a call each
-            yield from self._dense(text, patterns)
-            return
         covered = 0
         for start in sorted(starts):
             if start < covered:
@@ -148,18 +153,23 @@ class Detector:
     def _dense(self, text: str, patterns: tuple[re.Pattern[str], ...]) -> Iterator[re.Match[str]]:
         """Each pattern over the whole text in C, then per start the first pattern's match
         whose value passes, left to right without overlaps."""
-        by_start: dict[int, list[re.Match[str]]] = {}
-        for pattern in patterns:
+        starts: set[int] = set()
+        if self.finder is not None:
+            searches = [(self.finder, text)]
+        else:
+            searches = [(pattern, text) for pattern in patterns]
+        for pattern, haystack in searches:
             position = 0
-            while (match := pattern.search(text, position)) is not None:
-                by_start.setdefault(match.start(), []).append(match)
+            while (match := pattern.search(haystack, position)) is not None:
+                starts.add(match.start())
                 position = match.start() + 1
         covered = 0
-        for start in sorted(by_start):
+        for start in sorted(starts):
             if start < covered:
                 continue
-            for match in by_start[start]:
-                if self._value_span(match, text) is not None:
+            for pattern in patterns:
+                match = pattern.match(text, start)
+                if match is not None and self._value_span(match, text) is not None:
                     covered = match.end()
                     yield match
                     break

@@ -67,18 +67,53 @@ _WORD = (
     r"(?=[pPmMcCsSwWkKhHaAtTlLjJşŞгпПκΚסكप비암パ暗密口])"
     r"(?<![A-Za-z0-9_.$/=])(?:" + _WORDS_ASCII + "|" + _WORDS_OTHER + r")(?![A-Za-z0-9_])"
 )
-_PROSE_VALUE = r"[\"'`“‘「]?(?P<v>[!-~]++)"
+# A plain word ("abgelaufen", "Required") is never a prose password (``prose_password``);
+# saying so in the pattern keeps a flood of words out of the Python check.
+_PROSE_VALUE = r"[\"'`“‘「]?(?-i:(?![A-Z]?[a-z]++(?![!-~])))(?P<v>[!-~]++)"
+_QUALIFIED = r"(?:\s+(?:" + _PREPOSITION + r")(?:\s+[^\s,;:=]{1,32}){1,3}?)?"
+_CONNECTOR = (
+    r"\s*[:=]\s*"
+    r"|\s+(?:" + _COPULA + r")\b(?:\s+(?:" + _LATER + r")\b)?\s*:?\s*"
+    r"|\s*(?:は|が|是|为|為|는|은|就是|改成了?|改为|设置为|设为|换成了?)\s*(?:[:=]\s*)?"
+)
 # With a verb or a colon, and what the password is for: "la password del wifi è …".
 _MULTILINGUAL = re.compile(
-    _WORD + r"(?:\s+(?:" + _PREPOSITION + r")(?:\s+[^\s,;:=]{1,32}){1,3}?)?"
-    r"(?:\s*[:=]\s*"
-    r"|\s+(?:" + _COPULA + r")\b(?:\s+(?:" + _LATER + r")\b)?\s*:?\s*"
-    r"|\s*(?:は|が|是|为|為|는|은|就是|改成了?|改为|设置为|设为|换成了?)\s*(?:[:=]\s*)?)"
-    + _PROSE_VALUE,
-    re.IGNORECASE,
+    _WORD + _QUALIFIED + "(?:" + _CONNECTOR + ")" + _PROSE_VALUE, re.IGNORECASE
 )
 # The word and the value side by side: "login root, password l4BPd#FXTB6e", "şifrem …".
 _MULTILINGUAL_BARE = re.compile(_WORD + r"\s+" + _PROSE_VALUE, re.IGNORECASE)
+
+
+def _both_cases(pattern: str) -> str:
+    """``pattern`` with each ASCII letter as ``[xX]`` (escapes kept): case-insensitive
+    without the flag, which lower-cases every character it compares (several times
+    slower on a megabyte of text)."""
+    out, escaped, in_class = [], False, False
+    for char in pattern:
+        if not escaped and char.isascii() and char.isalpha():
+            pair = char.lower() + char.upper()
+            out.append(pair if in_class else f"[{pair}]")
+        else:
+            out.append(char)
+            if not escaped and char in "[]":
+                in_class = char == "["
+        escaped = char == "\\" and not escaped
+    return "".join(out)
+
+
+# Where either of the two may match: finds the starts in a flood of the word in one
+# case-sensitive pass; the cased non-ASCII words are spelt in each case.
+_WORDS_OTHER_CASED = (
+    _WORDS_OTHER
+    + r"|Hasło|HASŁO|Şifre(?:m|si|niz|n)?|ŞİFRE|ŞIFRE|Parolam|Parolası|Lösenord(?:et)?|LÖSENORD"
+    r"|Jelszó|Jelszavam|JELSZÓ|Mật\s+khẩu|MẬT\s+KHẨU|Пароль|ПАРОЛЬ|Пароля|Κωδικός|ΚΩΔΙΚΌΣ"
+)
+_MULTILINGUAL_ANY = re.compile(
+    r"(?<![A-Za-z0-9_.$/=])(?:" + _both_cases(_WORDS_ASCII.replace("(?:ñ|n)", "(?:ñ|Ñ|n)"))
+    + "|" + _WORDS_OTHER_CASED + r")(?![A-Za-z0-9_])"
+    + _both_cases(_QUALIFIED + "(?:" + _CONNECTOR + r"|\s+)") + _PROSE_VALUE
+)  # fmt: skip
+
 _PROSE_TRIM = ".,;:)]}\"'`"
 # Where a match can start: the first word of each term, so the pattern is tried only
 # there (a pattern that starts with a look-behind is otherwise tried at every position).
@@ -171,6 +206,7 @@ PROSE: tuple[Detector, ...] = (
         trim=_PROSE_TRIM,
         anchors=_ANCHORS_ASCII + _ANCHORS_OTHER,
         fallback=_MULTILINGUAL_BARE,
+        finder=_MULTILINGUAL_ANY,
         rule="password_prose",
     ),
     Detector(
