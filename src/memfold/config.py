@@ -19,7 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memfold.errors import ConfigError
 from memfold.model import DEFAULT_CATEGORIES
 
-__all__ = ["ENV_PREFIX", "EmbeddingsConfig", "LLMConfig", "MemoryConfig", "mask_secrets"]
+__all__ = [
+    "ENV_PREFIX",
+    "EmbeddingsConfig",
+    "LLMConfig",
+    "McpConfig",
+    "MemoryConfig",
+    "mask_secrets",
+]
 
 ENV_PREFIX = "MEMFOLD_"
 
@@ -55,6 +62,16 @@ class EmbeddingsConfig(BaseModel):
     #: Ask the model for shorter vectors (OpenAI text-embedding-3 models accept it).
     dimensions: int | None = Field(default=None, ge=1, le=65_536)
     batch_size: int = Field(default=64, ge=1, le=2048)
+
+
+class McpConfig(BaseModel):
+    """``memfold mcp`` (issue 19): whose memory a stdio session works on when the command
+    line does not say (``--user``/``--agent`` win)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    user_id: str | None = Field(default=None, min_length=1, max_length=1024)
+    agent: str | None = Field(default=None, min_length=1, max_length=1024)
 
 
 class MemoryConfig(BaseModel):
@@ -98,6 +115,9 @@ class MemoryConfig(BaseModel):
     redact_phones: bool = False
     #: Extra YAML pattern files for the offline rule extractor.
     rule_pattern_files: tuple[Path, ...] = ()
+
+    #: ``memfold mcp`` (issue 19): the user and agent of a stdio session.
+    mcp: McpConfig = McpConfig()
 
     @field_validator("storage", "queue")
     @classmethod
@@ -210,7 +230,7 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 #: Keys whose environment value is a list: JSON (``[...]``) or comma-separated.
 _LIST_KEYS = ("categories", "guaranteed_categories", "rule_pattern_files")
 #: Keys whose environment value is a JSON object (a config section).
-_JSON_KEYS = ("llm", "embeddings")
+_JSON_KEYS = ("llm", "embeddings", "mcp")
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
