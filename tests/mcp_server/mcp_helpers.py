@@ -1,0 +1,72 @@
+"""Helpers for the MCP server tests: sessions driven by the SDK's own client."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+from mcp import Client
+from mcp.types import CallToolResult
+
+T = TypeVar("T")
+
+#: A conversation the offline rule extractor learns "Lives in Berlin" from.
+BERLIN = [
+    {"role": "user", "content": "I live in Berlin and I work as a nurse."},
+    {"role": "assistant", "content": "Thanks, noted."},
+]
+
+
+def run(scenario: Callable[[], Awaitable[T]]) -> T:
+    """Run an async scenario from a synchronous test."""
+    return anyio.run(scenario)
+
+
+def in_process(server: Any, scenario: Callable[[Client], Awaitable[T]]) -> T:
+    """``scenario(client)`` with an SDK client connected to ``server`` in this process."""
+
+    async def go() -> T:
+        async with Client(server) as client:
+            return await scenario(client)
+
+    return run(go)
+
+
+def text(result: CallToolResult) -> str:
+    """The text a tool answered (what the model reads)."""
+    return "".join(getattr(part, "text", "") for part in result.content)
+
+
+def ok(result: CallToolResult) -> dict[str, Any]:
+    """The structured answer of a tool call that must have succeeded."""
+    assert not result.is_error, text(result)
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+def error(result: CallToolResult) -> str:
+    """The message of a tool call that must have failed as a tool error."""
+    assert result.is_error, f"expected a tool error, got {result.structured_content}"
+    return text(result)
+
+
+def mcp_command(home: Path, *args: str) -> list[str]:
+    """argv of ``memfold --home HOME ARGS... mcp`` run with this interpreter."""
+    return [sys.executable, "-m", "memfold.cli", "--home", str(home), *args, "mcp"]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a ``memfold mcp`` child: this one, without MEMFOLD_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMFOLD_")}
+    env.update(extra)
+    return env
+
+
+def decode(resource_text: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(resource_text)
+    return data
