@@ -6,6 +6,7 @@ so the rest of the CLI works without the ``mcp`` extra.
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
@@ -13,7 +14,27 @@ import click
 from memfold.config import MemoryConfig
 from memfold.mcp.binding import Binding
 
-__all__ = ["mcp_command"]
+__all__ = ["mcp_command", "stdio_config"]
+
+logger = logging.getLogger("memfold.mcp")
+
+#: The durable queue beside each store, for a ``queue`` the configuration leaves unset.
+_DURABLE_QUEUE = {"json": "sqlite", "sqlite": "sqlite", "postgres": "postgres"}
+
+
+def stdio_config(config: MemoryConfig) -> MemoryConfig:
+    """``config`` for a stdio server: a durable queue unless ``queue`` is set.
+
+    An MCP client ends its server a few seconds after closing stdin (SIGTERM, then
+    SIGKILL), often before an update extracted by an LLM has finished; with the
+    in-process queue that conversation would be lost. A durable queue keeps it, and the
+    next ``memfold mcp`` (or any durable-queue process on the same store) learns it.
+    """
+    durable = _DURABLE_QUEUE.get(config.storage)
+    if "queue" in config.model_fields_set or durable is None:
+        return config
+    logger.info("memfold mcp: queue=%s (durable; set `queue` to choose)", durable)
+    return MemoryConfig.validated({**config.model_dump(), "queue": durable})
 
 
 @click.command(name="mcp")
@@ -32,11 +53,11 @@ def mcp_command(ctx: click.Context) -> None:
     from memfold.memory import Memory
 
     options = ctx.obj
-    config = MemoryConfig.build(options.config, home=options.home)
+    config = stdio_config(MemoryConfig.build(options.config, home=options.home))
     binding = Binding(
         options.user if options.user is not None else config.mcp.user_id,
         options.agent if options.agent is not None else config.mcp.agent,
     )
-    # start_workers: conversations handed over are learnt while the session runs
+    # workers run: conversations handed over are learnt while the session goes on
     if not serve_stdio(Memory(config), binding):
         sys.exit(1)
