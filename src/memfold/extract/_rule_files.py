@@ -41,11 +41,18 @@ CORRECTION_CONFIDENCE = 0.95
 CORRECTION = "correction"
 
 _FILE_KEYS = frozenset(
-    {"defines", "guards", "task_markers", "trim", "reject_values", "reject_leading_words", "rules"}
+    {
+        *("defines", "guards", "past_markers", "sarcasm", "task_markers", "trim"),
+        *("reject_values", "reject_leading_words", "rules"),
+    }
 )
 _RULE_KEYS = frozenset(
-    {"id", "pattern", "category", "template", "section", "exclusive", "reject", "confidence"}
+    {
+        *("id", "pattern", "category", "template", "section", "exclusive", "reject"),
+        *("confidence", "stance", "conjugate", "fallback", "family"),
+    }
 )
+_STANCES = {"positive": 1, "negative": -1}
 _MACRO = re.compile(r"<<([A-Za-z_][A-Za-z0-9_]*)>>")
 #: A ``{name}`` placeholder in a rule's template.
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -62,11 +69,14 @@ class Rule:
     regex: re.Pattern[str]
     category: str
     template: str
-    sections: tuple[str, ...]
     exclusive: str | None
     reject: frozenset[str]
     confidence: float
-    cjk: bool  # the pattern needs Chinese text; skipped on sentences without any
+    cjk: bool  # the pattern needs Chinese text; it reads Chinese clauses
+    stance: int = 0  # +1 / -1: "Likes X" and "Dislikes X" supersede each other
+    conjugate: bool = False  # the value opens with the user's verb: third person
+    fallback: bool = False  # only when no other rule found anything in the unit
+    family: bool = False  # also reads clauses about the user's family
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +85,15 @@ class RuleSet:
 
     rules: tuple[Rule, ...]
     guard: re.Pattern[str] | None
+    past_marker: re.Pattern[str] | None
+    sarcasm: re.Pattern[str] | None
     task_marker: re.Pattern[str] | None
     trims: tuple[re.Pattern[str], ...]
     reject_values: frozenset[str]
     reject_leading_words: frozenset[str]
     exclusive_forms: Mapping[str, re.Pattern[str]]
+    #: (form of a stance rule's facts with a ``value`` group, +1 or -1)
+    stance_forms: tuple[tuple[re.Pattern[str], int], ...]
 
 
 # --- loading ---------------------------------------------------------------------------
@@ -91,6 +105,8 @@ class _Draft:
 
     defines: dict[str, str]
     guards: list[str]
+    past_markers: list[str]
+    sarcasm: list[str]
     task_markers: list[str]
     trims: list[str]
     reject_values: set[str]
@@ -135,7 +151,12 @@ def _read_file(text: str, path: str, draft: _Draft) -> None:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise _fail(path, f"macro name {name!r} must be letters, digits and underscores")
     draft.defines.update(defines)
-    for key, target in (("guards", draft.guards), ("task_markers", draft.task_markers)):
+    for key, target in (
+        ("guards", draft.guards),
+        ("past_markers", draft.past_markers),
+        ("sarcasm", draft.sarcasm),
+        ("task_markers", draft.task_markers),
+    ):
         target.extend(f"{path}\0{p}" for p in _str_list(data, key, path))
     draft.trims.extend(f"{path}\0{p}" for p in _str_list(data, "trim", path))
     draft.reject_values.update(v.casefold() for v in _str_list(data, "reject_values", path))
@@ -191,11 +212,15 @@ def _any_of(tagged: list[str], defines: Mapping[str, str], what: str) -> re.Patt
     return re.compile("|".join(f"(?:{c.pattern})" for c in compiled), re.IGNORECASE)
 
 
-def _template_form(template: str) -> str:
-    """A regex that matches any content the template can produce."""
+def _template_form(template: str, *, capture: bool = False) -> str:
+    """A regex that matches any content the template can produce (with ``capture``,
+    the ``{value}`` part in a group of that name)."""
     parts = PLACEHOLDER.split(template)
     # split() alternates literal text and placeholder names.
-    return "".join(re.escape(p) if i % 2 == 0 else ".+?" for i, p in enumerate(parts))
+    return "".join(
+        re.escape(p) if i % 2 == 0 else ("(?P<value>.+?)" if capture and p == "value" else ".+?")
+        for i, p in enumerate(parts)
+    )
 
 
 def _build_rule(path: str, index: int, raw: Mapping[str, Any], defines: Mapping[str, str]) -> Rule:
@@ -226,16 +251,29 @@ def _build_rule(path: str, index: int, raw: Mapping[str, Any], defines: Mapping[
             )
     if "{value}" not in template:
         raise _fail(path, f"{where}: template must contain {{value}}")
+    # 'section' (memfold 0.1: merge the fact into a summary) is accepted and ignored
     section = raw.get("section")
     sections = [section] if isinstance(section, str) else section
     if sections is None:
         sections = []
     if not isinstance(sections, list) or any(s not in USER_SECTIONS for s in sections):
         raise _fail(path, f"{where}: 'section' must be one of {list(USER_SECTIONS)} or a list")
+    stance = raw.get("stance")
+    if stance is not None and stance not in _STANCES:
+        raise _fail(path, f"{where}: 'stance' must be 'positive' or 'negative'")
+    if stance is not None and PLACEHOLDER.findall(template) != ["value"]:
+        raise _fail(path, f"{where}: a rule with a stance needs a template with only {{value}}")
+    flags = {}
+    for key in ("conjugate", "fallback", "family"):
+        flag = raw.get(key, False)
+        if not isinstance(flag, bool):
+            raise _fail(path, f"{where}: '{key}' must be true or false")
+        flags[key] = flag
     exclusive = raw.get("exclusive")
     if exclusive is not None and (not isinstance(exclusive, str) or not exclusive):
         raise _fail(path, f"{where}: 'exclusive' must be a non-empty string (an attribute name)")
-    if exclusive and len(PLACEHOLDER.sub("", template).strip()) < 2:
+    literal = PLACEHOLDER.sub("", template).strip()
+    if exclusive and len(literal) < 2 and not CJK.search(literal):
         raise _fail(
             path, f"{where}: an exclusive rule's template needs literal text around {{value}}"
         )
@@ -251,11 +289,14 @@ def _build_rule(path: str, index: int, raw: Mapping[str, Any], defines: Mapping[
         regex=regex,
         category=category,
         template=template,
-        sections=tuple(sections),
         exclusive=exclusive,
         reject=frozenset(v.casefold() for v in reject),
         confidence=float(confidence),
         cjk=bool(CJK.search(raw["pattern"])),
+        stance=_STANCES.get(stance, 0) if stance is not None else 0,
+        conjugate=flags["conjugate"],
+        fallback=flags["fallback"],
+        family=flags["family"],
     )
 
 
@@ -263,6 +304,7 @@ def _build(draft: _Draft) -> RuleSet:
     rules: list[Rule] = []
     seen: dict[str, str] = {}
     forms: dict[str, list[str]] = {}
+    stance_forms: dict[str, int] = {}
     for path, index, raw in draft.rules:
         rule = _build_rule(path, index, raw, draft.defines)
         if rule.id in seen:
@@ -271,9 +313,13 @@ def _build(draft: _Draft) -> RuleSet:
         rules.append(rule)
         if rule.exclusive:
             forms.setdefault(rule.exclusive, []).append(_template_form(rule.template))
+        if rule.stance:
+            stance_forms.setdefault(_template_form(rule.template, capture=True), rule.stance)
     return RuleSet(
         rules=tuple(rules),
         guard=_any_of(draft.guards, draft.defines, "guard"),
+        past_marker=_any_of(draft.past_markers, draft.defines, "past marker"),
+        sarcasm=_any_of(draft.sarcasm, draft.defines, "sarcasm marker"),
         task_marker=_any_of(draft.task_markers, draft.defines, "task marker"),
         trims=tuple(_compile(t, draft.defines, "trim") for t in draft.trims),
         reject_values=frozenset(draft.reject_values),
@@ -282,11 +328,14 @@ def _build(draft: _Draft) -> RuleSet:
             key: re.compile("|".join(f"(?:{f})" for f in sorted(set(fs))), re.IGNORECASE)
             for key, fs in forms.items()
         },
+        stance_forms=tuple(
+            (re.compile(form, re.IGNORECASE), sign) for form, sign in stance_forms.items()
+        ),
     )
 
 
 def _empty_draft() -> _Draft:
-    return _Draft({}, [], [], [], set(), set(), [])
+    return _Draft({}, [], [], [], [], [], set(), set(), [])
 
 
 @lru_cache(maxsize=1)
