@@ -277,21 +277,21 @@ class Sentence:
     question: bool
 
 
-def sentences(text: str) -> Iterator[Sentence]:
-    """Sentences of prepared text; of a question only the statement before it is read
-    ("I'm allergic to peanuts, what can I use?" → "I'm allergic to peanuts")."""
+def sentences(text: str, limit: int | None = MAX_UNIT_CHARS) -> Iterator[Sentence]:
+    """Sentences of prepared text, those longer than ``limit`` left out; of a question
+    only the statement before it is read ("I'm allergic to peanuts, what can I use?" →
+    "I'm allergic to peanuts")."""
     start = 0
     for match in _SENTENCE_END.finditer(text):
-        yield from _sentence(
-            text[start : match.start()], bool(_QUESTION_MARK.search(match.group()))
-        )
+        question = bool(_QUESTION_MARK.search(match.group()))
+        yield from _sentence(text[start : match.start()], question, limit)
         start = match.end()
-    yield from _sentence(text[start:], False)
+    yield from _sentence(text[start:], False, limit)
 
 
-def _sentence(piece: str, question: bool) -> Iterator[Sentence]:
+def _sentence(piece: str, question: bool, limit: int | None) -> Iterator[Sentence]:
     piece = piece.strip()
-    if not piece or len(piece) > MAX_UNIT_CHARS:
+    if not piece or (limit is not None and len(piece) > limit):
         return
     if not question:
         yield Sentence(piece, piece, False)
@@ -313,7 +313,7 @@ def _sentence(piece: str, question: bool) -> Iterator[Sentence]:
 
 # Chinese clause subjects. A clause that starts with none inherits the one before it.
 _ZH_LEAD = re.compile(
-    r"(?:其实|另外|而且|并且|但是|但|不过|可是|所以|因为|然后|还有|对了|说真的|老实说|讲真|"
+    r"(?:现在|目前|如今|最近|其实|另外|而且|并且|但是|但|不过|可是|所以|因为|然后|还有|对了|说真的|老实说|讲真|"
     r"好的|好吧|嗯|哦|啊|哈哈|顺便说一下|顺便|话说)+[，,\s]*"
 )
 _ZH_OTHER_PERSON = (

@@ -81,12 +81,12 @@ _COMMON_WORDS = frozenset(
 )
 _SPACES = re.compile(r"\s+")
 # "I used to live in Paris, now I live in Berlin": the clause about now is read (and
-# guarded) on its own, so the past in the first clause neither leaks into nor vetoes it.
+# guarded) on its own, so the past in the first clause neither leaks into nor vetoes it
 _NOW_CLAUSE = re.compile(
-    r" ?[,;，；] ?(?:(?:but|and) )?(?=(?:now|these days|nowadays|today|currently) ?,? ?I\b)"
-    r"| ?[,;，；] ?(?:但是?|不过|而)?(?=(?:现在|目前|如今)我?)",
+    r" ?[,;] ?(?:(?:but|and) )?(?=(?:now|these days|nowadays|today|currently) ?,? ?I\b)",
     re.IGNORECASE,
 )
+# (Chinese needs no such split: a past marker vetoes only its own clause.)
 # A correction may open the message or any clause of its first sentence ("I'm Sara, by
 # the way — it's Sara, not Sarah").
 _FIRST_SENTENCE_PIECES = re.compile(r" ?(?:,|—|–| - |;|，) ?")
@@ -116,7 +116,7 @@ def _first_sentence(text: str, correction: str = "") -> str | None:
     word with the user's ``correction`` ("We don't use MySQL" → "Since you're on MySQL 8,
     …"), else its first informative sentence ("Sure!" is skipped)."""
     found: list[str] = []
-    said = [s.text for s in sentences(_MARKUP.sub("", readable(capped(text))))]
+    said = [s.text for s in sentences(_MARKUP.sub("", readable(capped(text))), limit=None)]
     wanted = _words(correction)
     shared = [s for s in said if wanted & _words(s)] if wanted else []
     if shared:
@@ -332,6 +332,8 @@ def _select(hits: Iterable[_Hit]) -> list[_Hit]:
     for hit in hits:
         key = _norm(hit.content)
         if key in seen:
+            # the same fact twice: the later rule (a user's file over a built-in) wins
+            chosen = [hit if _norm(h.content) == key else h for h in chosen]
             continue
         seen.add(key)
         if not hit.task:
