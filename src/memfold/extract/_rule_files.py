@@ -42,14 +42,14 @@ CORRECTION = "correction"
 
 _FILE_KEYS = frozenset(
     {
-        *("defines", "guards", "past_markers", "sarcasm", "task_markers", "trim"),
+        *("defines", "guards", "hedges", "past_markers", "sarcasm", "task_markers", "trim"),
         *("reject_values", "reject_leading_words", "rules"),
     }
 )
 _RULE_KEYS = frozenset(
     {
         *("id", "pattern", "category", "template", "section", "exclusive", "reject"),
-        *("confidence", "stance", "conjugate", "fallback", "family"),
+        *("confidence", "stance", "conjugate", "fallback", "family", "question"),
     }
 )
 _STANCES = {"positive": 1, "negative": -1}
@@ -77,6 +77,7 @@ class Rule:
     conjugate: bool = False  # the value opens with the user's verb: third person
     fallback: bool = False  # only when no other rule found anything in the unit
     family: bool = False  # also reads clauses about the user's family
+    question: bool = False  # also reads questions ("Could you keep answers short?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,7 @@ class RuleSet:
 
     rules: tuple[Rule, ...]
     guard: re.Pattern[str] | None
+    hedge: re.Pattern[str] | None
     past_marker: re.Pattern[str] | None
     sarcasm: re.Pattern[str] | None
     task_marker: re.Pattern[str] | None
@@ -105,6 +107,7 @@ class _Draft:
 
     defines: dict[str, str]
     guards: list[str]
+    hedges: list[str]
     past_markers: list[str]
     sarcasm: list[str]
     task_markers: list[str]
@@ -153,6 +156,7 @@ def _read_file(text: str, path: str, draft: _Draft) -> None:
     draft.defines.update(defines)
     for key, target in (
         ("guards", draft.guards),
+        ("hedges", draft.hedges),
         ("past_markers", draft.past_markers),
         ("sarcasm", draft.sarcasm),
         ("task_markers", draft.task_markers),
@@ -264,7 +268,7 @@ def _build_rule(path: str, index: int, raw: Mapping[str, Any], defines: Mapping[
     if stance is not None and PLACEHOLDER.findall(template) != ["value"]:
         raise _fail(path, f"{where}: a rule with a stance needs a template with only {{value}}")
     flags = {}
-    for key in ("conjugate", "fallback", "family"):
+    for key in ("conjugate", "fallback", "family", "question"):
         flag = raw.get(key, False)
         if not isinstance(flag, bool):
             raise _fail(path, f"{where}: '{key}' must be true or false")
@@ -297,6 +301,7 @@ def _build_rule(path: str, index: int, raw: Mapping[str, Any], defines: Mapping[
         conjugate=flags["conjugate"],
         fallback=flags["fallback"],
         family=flags["family"],
+        question=flags["question"],
     )
 
 
@@ -318,6 +323,7 @@ def _build(draft: _Draft) -> RuleSet:
     return RuleSet(
         rules=tuple(rules),
         guard=_any_of(draft.guards, draft.defines, "guard"),
+        hedge=_any_of(draft.hedges, draft.defines, "hedge"),
         past_marker=_any_of(draft.past_markers, draft.defines, "past marker"),
         sarcasm=_any_of(draft.sarcasm, draft.defines, "sarcasm marker"),
         task_marker=_any_of(draft.task_markers, draft.defines, "task marker"),
@@ -335,7 +341,7 @@ def _build(draft: _Draft) -> RuleSet:
 
 
 def _empty_draft() -> _Draft:
-    return _Draft({}, [], [], [], [], [], set(), set(), [])
+    return _Draft({}, [], [], [], [], [], [], set(), set(), [])
 
 
 @lru_cache(maxsize=1)

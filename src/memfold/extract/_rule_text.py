@@ -56,11 +56,11 @@ _QUOTED = re.compile(
     r"\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」|『[^』\n]*』|《[^》\n]*》|(?<![\w'])'[^'\n]+'(?![\w'])"
 )
 _OBJECT_QUOTE_BEFORE = re.compile(
-    r"(?:\b(?:with|like|say|saying|said|use|using|word|words|phrase|phrases|term|terms|called|"
-    r"named|as|avoid|ban|not|or|and)|[用说叫写像和或、])[ ,:]*$",
+    r"(?:\b(?:with|like|use|using|word|words|phrase|phrases|term|terms|called|named|as|avoid|"
+    r"ban|not|or|and)|[用叫像和或、])[ ,:]*$",
     re.IGNORECASE,
 )
-_MAX_OBJECT_QUOTE_WORDS = 3
+_MAX_OBJECT_QUOTE_WORDS = 8
 
 # Lines of code, logs and stack traces, matched at the start of a line.
 _CODE_LINE = re.compile(
@@ -261,11 +261,18 @@ _EN_QUESTION_START = re.compile(
     r"anyone|ideas|tips|thoughts|suggestions|recommendations|advice|is there|are there)\b)",
     re.IGNORECASE,
 )
+_EN_QUESTION_WORD = re.compile(
+    r"(?:what|where|how|which|who|why|when|is|are|do|does|did|can|could|should|would|will|any)\b",
+    re.IGNORECASE,
+)
+_EN_BECAUSE = re.compile(r"\b(?:since|because|as|given that|now that) (?=I(?:'m| am| have|'ve)\b)")
 _ZH_QUESTION_WORD = re.compile(
     r"什么|怎么|咋|吗|么|呢|哪|多少|几[个天岁次点号种年月周]|是否|能不能|可不可以|有没有|要不要|会不会|"
     r"行不行|好不好|对不对|是不是|为什么|如何|谁|啥|还是|[?？]"
 )
 _ZH_CLAUSE_SPLIT = re.compile(r"[，,]+")
+# A clause also ends before a conjunction: "华语还可以但是看不太懂繁体字".
+_ZH_SUBCLAUSE_SPLIT = re.compile(r"[，,]+|(?<=[\u4e00-\u9fffA-Za-z0-9])(?=但是|不过|可是|而且)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,13 +308,17 @@ def _sentence(piece: str, question: bool, limit: int | None) -> Iterator[Sentenc
         clauses = _ZH_CLAUSE_SPLIT.split(piece)
         kept: list[str] = []
         for clause in clauses:
-            if _ZH_QUESTION_WORD.search(clause):
+            if _ZH_QUESTION_WORD.search(clause) or _EN_QUESTION_WORD.match(clause.strip()):
                 break
             kept.append(clause)
         statement = "，".join(kept).strip() if len(kept) < len(clauses) else ""
     else:
         cut = _EN_QUESTION_START.search(piece)
         statement = piece[: cut.start()].strip() if cut else ""
+        because = None if statement else _EN_BECAUSE.search(piece)
+        if because:
+            # "Do I need a visa since I'm on a student visa?" states its reason
+            statement = piece[because.end() :].strip()
     yield Sentence(piece, statement or None, True)
 
 
@@ -323,7 +334,7 @@ _ZH_OTHER_PERSON = (
     r"家人|亲戚|闺蜜|兄弟|队友|网友"
 )
 _ZH_SUBJECT = re.compile(
-    rf"(?P<team>我们|咱们)|(?P<other_of_mine>我(?:的)?(?:{_ZH_OTHER_PERSON}))|(?P<self>我)|"
+    rf"(?P<team>我们|咱们)|(?P<family>我(?:的)?(?:{_ZH_OTHER_PERSON}))|(?P<self>我|I(?=['’ ]))|"
     rf"(?P<other>你们|您|他们|她们|它们|他|她|它|大家|别人|有人|人家|对方|(?:{_ZH_OTHER_PERSON})"
     r"(?=说|告诉|觉得|认为|问|让|叫|要|想|是|在|住|有|也|都|就|会|和|跟|跟我))|(?P<you>你)"
 )
@@ -334,15 +345,18 @@ class Clause:
     """A Chinese clause with its subject made explicit where it was carried over."""
 
     text: str
-    subject: str  # "self", "team", "other", "you" or "none"
+    subject: str  # "self", "team", "family", "other", "you" or "none"
 
 
 def zh_clauses(sentence: str) -> list[Clause]:
     """The comma clauses of a Chinese sentence, each with its subject (carried over)."""
     clauses: list[Clause] = []
     carried = "none"
-    for raw in _ZH_CLAUSE_SPLIT.split(sentence):
-        text = _ZH_LEAD.sub("", raw.strip(), count=1).strip()
+    for raw in _ZH_SUBCLAUSE_SPLIT.split(sentence):
+        text = raw.strip()
+        lead = _ZH_LEAD.match(text)
+        if lead:
+            text = text[lead.end() :].strip()
         if not text:
             continue
         match = _ZH_SUBJECT.match(text)
@@ -353,10 +367,9 @@ def zh_clauses(sentence: str) -> list[Clause]:
             elif carried == "team":
                 text = "我们" + text
         else:
-            kind = match.lastgroup or "none"
-            subject = "other" if kind == "other_of_mine" else kind
+            subject = match.lastgroup or "none"
         clauses.append(Clause(text, subject))
-        if subject in ("self", "team", "other"):
+        if subject in ("self", "team", "family", "other"):
             carried = subject
     return clauses
 

@@ -41,6 +41,7 @@ _EN_PRONOUN = re.compile(
 # Chinese: "回答我" → "回答", "我的" → "", "给我" → "给"; a subject "我" is dropped.
 _ZH_OBJECT = re.compile(r"(?<=[回答复告诉给帮叫提醒问教和跟对])我")
 _ZH_MINE = re.compile(r"^我的|(?<=[，,])我的|^我(?!们)")
+_ZH_SELF_LEFT = re.compile(r"我(?!们)")
 
 _IRREGULAR = {
     "be": "is",
@@ -107,6 +108,7 @@ def third_person(text: str) -> str:
     if "我" in text:
         text = _ZH_OBJECT.sub("", text)
         text = _ZH_MINE.sub("", text)
+        text = _ZH_SELF_LEFT.sub("自己", text)
     return text
 
 

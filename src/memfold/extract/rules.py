@@ -89,7 +89,7 @@ _NOW_CLAUSE = re.compile(
 # (Chinese needs no such split: a past marker vetoes only its own clause.)
 # A correction may open the message or any clause of its first sentence ("I'm Sara, by
 # the way — it's Sara, not Sarah").
-_FIRST_SENTENCE_PIECES = re.compile(r" ?(?:,|—|–| - |;|，) ?")
+_FIRST_SENTENCE_PIECES = re.compile(r" ?(?:,|—|–| - |;|，) ?")  # where a clause starts
 _EDGE_PUNCT = "\"'`*_ \t,.;:!?，。；：！？、…~～()（）[]【】"
 # A clause whose subject is someone else yields nothing ("我老公是医生").
 _SKIPPED_SUBJECTS = frozenset({"other", "family"})
@@ -173,6 +173,8 @@ class RuleExtractor:
         statements = [r for r in self._rules.rules if r.category != CORRECTION]
         self._latin_rules = tuple(r for r in statements if not r.cjk)
         self._cjk_rules = tuple(r for r in statements if r.cjk)
+        self._question_rules = tuple(r for r in statements if r.question)
+        self._family_rules = tuple(r for r in self._cjk_rules if r.family)
 
     def propose(self, request: ExtractionRequest) -> Extraction:
         """Facts for the explicit statements in the request's user messages."""
@@ -201,7 +203,12 @@ class RuleExtractor:
         yield from self._corrections(plain, corrected, hinted)
         sarcasm = self._rules.sarcasm
         for sentence in sentences(plain):
-            if sentence.statement is None or (sarcasm and sarcasm.search(sentence.text)):
+            if sarcasm and sarcasm.search(sentence.text):
+                continue
+            if sentence.question and not self._vetoed(sentence.text):
+                # standing requests asked as questions: "Could you keep answers short?"
+                yield from self._matches(self._question_rules, sentence.text, False)
+            if sentence.statement is None:
                 continue
             for part in _NOW_CLAUSE.split(sentence.statement):
                 if part.strip():
@@ -213,26 +220,34 @@ class RuleExtractor:
             or (self._rules.past_marker and self._rules.past_marker.search(text))
         )
 
+    def _unhedged(self, text: str) -> str:
+        """``text`` up to the clause a hedge is in ("I get seasick, so whale watching is
+        probably out" → "I get seasick")."""
+        hedge = self._rules.hedge.search(text) if self._rules.hedge else None
+        if hedge is None:
+            return text
+        cut = max(text.rfind(mark, 0, hedge.start()) for mark in (",", ";", " — ", "，", "；"))
+        return text[: max(cut, 0)]
+
     def _read(self, part: str) -> Iterator[_Hit]:
         task = bool(self._rules.task_marker and self._rules.task_marker.search(part))
-        if _LATIN.search(part) and not self._vetoed(part):
-            yield from self._matches(self._latin_rules, carry_subject(part), task)
+        english = self._unhedged(part)
+        if _LATIN.search(english) and not self._vetoed(english):
+            yield from self._matches(self._latin_rules, carry_subject(english), task)
         if not CJK.search(part):
             return
         guard = self._rules.guard
+        hedge = self._rules.hedge
         past = self._rules.past_marker
         for clause in zh_clauses(part):
-            if guard and guard.search(clause.text):
-                break  # a hypothetical or reported speech runs to the end of the sentence
+            if (guard and guard.search(clause.text)) or (hedge and hedge.search(clause.text)):
+                break  # a hypothetical, a guess or reported speech runs to the sentence end
             if past and past.search(clause.text):
                 continue
             if clause.subject == "family":
-                rules = tuple(r for r in self._cjk_rules if r.family)
-            elif clause.subject in _SKIPPED_SUBJECTS:
-                continue
-            else:
-                rules = self._cjk_rules
-            yield from self._matches(rules, clause.text, task)
+                yield from self._matches(self._family_rules, clause.text, task)
+            elif clause.subject not in _SKIPPED_SUBJECTS:
+                yield from self._matches(self._cjk_rules, clause.text, task)
 
     def _matches(self, rules: Sequence[Rule], text: str, task: bool) -> list[_Hit]:
         found: list[tuple[int, _Hit]] = []
@@ -255,7 +270,7 @@ class RuleExtractor:
         starts = [plain.lstrip()]
         if said:
             first = said[0].text
-            starts.extend(p for p in _FIRST_SENTENCE_PIECES.split(first)[1:] if p)
+            starts.extend(first[m.end() :] for m in _FIRST_SENTENCE_PIECES.finditer(first))
         if hinted:
             starts.extend(s.text for s in said if not s.question)
         for start in starts:
@@ -285,6 +300,8 @@ class RuleExtractor:
         folded = value.casefold()
         if folded in rule.reject or folded in self._rules.reject_values:
             return True
+        if rule.category == CORRECTION:
+            return False  # "it's Sara, not Sarah" opens with a pronoun
         leading = self._rules.reject_leading_words
         if folded.split(" ", 1)[0] in leading:
             return True
