@@ -348,10 +348,13 @@ class Clause:
     subject: str  # "self", "team", "family", "other", "you" or "none"
 
 
-def zh_clauses(sentence: str) -> list[Clause]:
-    """The comma clauses of a Chinese sentence, each with its subject (carried over)."""
+def zh_clauses(sentence: str, carried: str = "self") -> list[Clause]:
+    """The comma clauses of a Chinese sentence, each with its subject (carried over).
+
+    A user's own message that opens without a subject speaks about the user ("目标是明年
+    拿到 offer"), so the first clause inherits ``carried``, "self" by default.
+    """
     clauses: list[Clause] = []
-    carried = "none"
     for raw in _ZH_SUBCLAUSE_SPLIT.split(sentence):
         text = raw.strip()
         lead = _ZH_LEAD.match(text)

@@ -205,9 +205,12 @@ class RuleExtractor:
         for sentence in sentences(plain):
             if sarcasm and sarcasm.search(sentence.text):
                 continue
-            if sentence.question and not self._vetoed(sentence.text):
+            if sentence.question:
                 # standing requests asked as questions: "Could you keep answers short?"
                 yield from self._matches(self._question_rules, sentence.text, False)
+                if CJK.search(sentence.text):
+                    for clause in zh_clauses(sentence.text)[1:]:
+                        yield from self._matches(self._question_rules, clause.text, False)
             if sentence.statement is None:
                 continue
             for part in _NOW_CLAUSE.split(sentence.statement):
