@@ -112,7 +112,10 @@ _ZH_SPEAKER = re.compile(
 _INTRODUCER = re.compile(
     r"(?:\bhere(?:'s| is| are)? (?:it|they|the \w+)(?: is| are)?|\bas follows|\bbelow|"
     r"\b(?:wrote|writes|said|says|sent|replied|posted|commented|texted|emailed|forwarded)\b|"
-    r"\bcopy-?pasted|\bpasted|如下|以下|原文|转发|写道|写着|留言|发来|说道)[^:：]{0,40}[:：]",
+    r"\bcopy-?pasted|\bpasted|\b(?:something|anything|sth) (?:like|along the lines of)|\blike|"
+    r"'s (?:resume|cv|bio|profile|message|email|post|comment|review|letter|text|reply)|如下|以下|"
+    r"原文|转发|写道|写着|留言|发来|说道|的(?:简历|介绍|自我介绍|消息|邮件|留言|评论|帖子|文章|回复|原话|信|"
+    r"朋友圈|微博|作文)|比如|例如)[^:：]{0,40}[:：]",
     re.IGNORECASE,
 )
 _OWN_INTRODUCER = re.compile(

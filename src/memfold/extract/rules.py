@@ -91,6 +91,7 @@ _NOW_CLAUSE = re.compile(
 # the way — it's Sara, not Sarah").
 _FIRST_SENTENCE_PIECES = re.compile(r" ?(?:,|—|–| - |;|，) ?")  # where a clause starts
 _EDGE_PUNCT = "\"'`*_ \t,.;:!?，。；：！？、…~～()（）[]【】"
+_SARCASM_TAG = re.compile(r"(?:^|\s)/s(?:arcasm)?\s*$", re.IGNORECASE)
 # A clause whose subject is someone else yields nothing ("我老公是医生").
 _SKIPPED_SUBJECTS = frozenset({"other", "family"})
 
@@ -200,6 +201,8 @@ class RuleExtractor:
     # -- scanning --
 
     def _scan(self, plain: str, corrected: str | None, hinted: bool) -> Iterator[_Hit]:
+        if _SARCASM_TAG.search(plain):
+            return  # "… /s": the whole message is sarcastic
         yield from self._corrections(plain, corrected, hinted)
         sarcasm = self._rules.sarcasm
         for sentence in sentences(plain):
@@ -335,7 +338,10 @@ class RuleExtractor:
 
         content = _SPACES.sub(" ", PLACEHOLDER.sub(fill, rule.template)).strip()
         content = as_user(content) if rule.category == CORRECTION else third_person(content)
+        closing = content.endswith(('"', "”"))
         content = content.strip(_EDGE_PUNCT + "，")
+        if closing and content.count('"') % 2:
+            content += '"'  # a quoted object keeps its closing quote
         if content[:1].isascii() and content[:1].islower():
             content = content[0].upper() + content[1:]
         return content, value
