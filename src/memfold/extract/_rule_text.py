@@ -382,7 +382,8 @@ def zh_clauses(sentence: str, carried: str = "self") -> list[Clause]:
 
 # "I'm based in Leeds and work at a startup": the second clause's "I" comes back.
 _EN_CONTINUATION = re.compile(
-    r"(?P<sep>,\s+(?:and|but)\s+|\s+(?:and|but)\s+|,\s+(?=(?:living|working|based|originally|currently living|now living)\b))"
+    r"(?P<sep>,\s+(?:and|but)\s+|\s+(?:and|but)\s+|"
+    r",\s+(?=(?:living|working|based|originally|currently living|now living)\b))"
     r"(?=(?:(?:also|now|currently|mostly|mainly|still|usually|always|often|just|only|really|"
     r"then|even|actually)\s+)?(?P<verb>work|live|teach|speak|use|have|love|like|hate|prefer|"
     r"enjoy|run|own|study|do|don't|can|can't|cannot|want|need|write|code|go|cycle|train|play|"
