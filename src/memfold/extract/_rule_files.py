@@ -53,6 +53,19 @@ _RULE_KEYS = frozenset(
     }
 )
 _STANCES = {"positive": 1, "negative": -1}
+# A pattern that opens with one of these words cannot match text without it.
+_LEADING_WORD = re.compile(
+    r"(?:\\b|\^)(?P<word>I|my|we)(?![?\w])|(?P<zh><<ZH_SELF>>|\^?我)(?![?们])"
+)
+
+
+def _needed_word(pattern: str) -> str | None:
+    match = _LEADING_WORD.match(pattern)
+    if match is None:
+        return None
+    return match.group("word").casefold() if match.group("word") else "我"
+
+
 _MACRO = re.compile(r"<<([A-Za-z_][A-Za-z0-9_]*)>>")
 #: A ``{name}`` placeholder in a rule's template.
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -78,6 +91,8 @@ class Rule:
     fallback: bool = False  # only when no other rule found anything in the unit
     family: bool = False  # also reads clauses about the user's family
     question: bool = False  # also reads questions ("Could you keep answers short?")
+    #: a word every match contains ("i", "my", "我"): text without it is not searched
+    needs: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,6 +317,7 @@ def _build_rule(path: str, index: int, raw: Mapping[str, Any], defines: Mapping[
         fallback=flags["fallback"],
         family=flags["family"],
         question=flags["question"],
+        needs=_needed_word(raw["pattern"]),
     )
 
 

@@ -91,6 +91,7 @@ _NOW_CLAUSE = re.compile(
 # the way — it's Sara, not Sarah").
 _FIRST_SENTENCE_PIECES = re.compile(r" ?(?:,|—|–| - |;|，) ?")  # where a clause starts
 _EDGE_PUNCT = "\"'`*_ \t,.;:!?，。；：！？、…~～()（）[]【】"
+_TOKEN = re.compile(r"[a-z]+|我")
 _SARCASM_TAG = re.compile(r"(?:^|\s)/s(?:arcasm)?\s*$", re.IGNORECASE)
 # A clause whose subject is someone else yields nothing ("我老公是医生").
 _SKIPPED_SUBJECTS = frozenset({"other", "family"})
@@ -257,7 +258,10 @@ class RuleExtractor:
 
     def _matches(self, rules: Sequence[Rule], text: str, task: bool) -> list[_Hit]:
         found: list[tuple[int, _Hit]] = []
+        words = set(_TOKEN.findall(text.casefold()))
         for rule in rules:
+            if rule.needs is not None and rule.needs not in words:
+                continue
             for match in rule.regex.finditer(text):
                 rendered = self._render(rule, match)
                 if rendered:
@@ -400,9 +404,18 @@ def _change_set(document: MemoryDocument, hits: Iterable[_Hit], rules: RuleSet) 
     new_facts: list[NewFact] = []
     removals: list[FactRemoval] = []
     removed: set[str] = set()
+    # "No, I live in Berlin, not Munich" is one correction, not also "Lives in Berlin":
+    # the statement a correction holds is not stored twice, but it still replaces the
+    # old value (with the correction as the replacement).
+    corrections: list[tuple[str, int | None]] = []
     for hit in chosen:
-        is_new = _norm(hit.content) not in existing
-        if is_new:
+        key = _norm(hit.content)
+        holder = next((index for text, index in corrections if key in text), False)
+        index: int | None = None
+        if holder is not False:
+            index = holder
+        elif key not in existing:
+            index = len(new_facts)
             new_facts.append(
                 NewFact(
                     content=hit.content,
@@ -413,21 +426,19 @@ def _change_set(document: MemoryDocument, hits: Iterable[_Hit], rules: RuleSet) 
                     durability="temporary" if hit.task else "durable",
                 )
             )
+        if hit.rule.category == CORRECTION:
+            corrections.append((key, index))
         if hit.task:
             continue
         for fact in document.facts:
             if (
                 fact.id not in removed
                 and not fact.is_manual
-                and _norm(fact.content) != _norm(hit.content)
+                and _norm(fact.content) != key
                 and _replaces(hit, fact, rules)
             ):
                 removed.add(fact.id)
                 removals.append(
-                    FactRemoval(
-                        fact.id,
-                        reason=f"superseded by: {hit.content}",
-                        replaced_by=len(new_facts) - 1 if is_new else None,
-                    )
+                    FactRemoval(fact.id, reason=f"superseded by: {hit.content}", replaced_by=index)
                 )
     return ChangeSet(new_facts=tuple(new_facts), removals=tuple(removals))
