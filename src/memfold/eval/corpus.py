@@ -10,13 +10,16 @@ A line looks like this (only ``id``, ``messages`` and ``expect`` are required)::
      "allowed": [{"terms": ["satay"]}],
      "traps":   [{"terms": ["tahini"]}]}
 
-``expect`` lists the facts a good memory keeps about the user: a stored fact matches one
-when it contains every term (``a|b`` means either). ``traps`` are terms from text that
-is not a statement by the user about themselves (pasted text, quotes, code, role-play,
-sarcasm, third parties, hypotheticals, questions): a stored fact containing all terms of
-a trap was invented. ``allowed`` facts may be stored but are not required. Matching is
-case-insensitive after NFKC folding; a Latin term matches at word starts ("peanut" finds
-"peanuts", "Go" does not find "Google").
+``messages`` are chat messages (OpenAI shape) holding at least one user and one
+assistant message. ``expect`` lists the facts a good memory keeps about the user: a
+stored fact matches one when it contains every term (``a|b`` means either). ``traps``
+are terms from text that is not a statement by the user about themselves (pasted text,
+quotes, code, role-play, sarcasm, third parties, hypotheticals, questions): a stored
+fact containing all terms of a trap was invented. ``allowed`` facts may be stored but
+are not required. ``tags`` name slices of the report ("short"; "trap" is added for
+every conversation with traps). Matching is case-insensitive after NFKC folding; a
+Latin term matches at word starts ("peanut" finds "peanuts", "Go" does not find
+"Google").
 """
 
 from __future__ import annotations
@@ -143,6 +146,11 @@ def _conversation(data: Any, name: str, number: int) -> Conversation:
             or not isinstance(message.get("content"), str | list)
         ):
             raise fail(f"messages[{index}] must be an object with a 'role' and a 'content'")
+    roles = {m["role"] for m in messages}
+    if not {"user", "assistant"} <= roles:
+        raise fail(
+            "'messages' needs a user and an assistant message: memfold learns from exchanges"
+        )
     if "expect" not in data:
         raise fail("'expect' is required (use [] for a conversation that teaches nothing)")
     return Conversation(
