@@ -92,6 +92,7 @@ _NOW_CLAUSE = re.compile(
 _FIRST_SENTENCE_PIECES = re.compile(r" ?(?:,|—|–| - |;|，) ?")  # where a clause starts
 _EDGE_PUNCT = "\"'`*_ \t,.;:!?，。；：！？、…~～()（）[]【】"
 _TOKEN = re.compile(r"[a-z]+|我")
+_PAIRS = (("(", ")"), ("（", "）"), ("“", "”"))
 _SARCASM_TAG = re.compile(r"(?:^|\s)/s(?:arcasm)?\s*$", re.IGNORECASE)
 # A clause whose subject is someone else yields nothing ("我老公是医生").
 _SKIPPED_SUBJECTS = frozenset({"other", "family"})
@@ -342,10 +343,16 @@ class RuleExtractor:
 
         content = _SPACES.sub(" ", PLACEHOLDER.sub(fill, rule.template)).strip()
         content = as_user(content) if rule.category == CORRECTION else third_person(content)
-        closing = content.endswith(('"', "”"))
-        content = content.strip(_EDGE_PUNCT + "，")
-        if closing and content.count('"') % 2:
-            content += '"'  # a quoted object keeps its closing quote
+        stripped = content.strip(_EDGE_PUNCT + "，")
+        # a quoted or bracketed object keeps its closing mark: 'Speaks Chinese (basic)'
+        for opening, closing in _PAIRS:
+            if content.rstrip().endswith(closing) and stripped.count(opening) > stripped.count(
+                closing
+            ):
+                stripped += closing
+        if content.rstrip().endswith('"') and stripped.count('"') % 2:
+            stripped += '"'
+        content = stripped
         if content[:1].isascii() and content[:1].islower():
             content = content[0].upper() + content[1:]
         return content, value
