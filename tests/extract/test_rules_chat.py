@@ -354,3 +354,12 @@ def test_only_the_head_and_tail_of_a_long_message_are_read(extractor: RuleExtrac
 def test_a_negative_cap_is_refused() -> None:
     with pytest.raises(ValueError, match="must be >= 0"):
         RuleExtractor(max_head_chars=-1)
+
+
+def test_recognising_nothing_says_so_and_how_to_get_more(
+    extractor: RuleExtractor, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("INFO", logger="memfold.extract.rules"):
+        assert _contents(extractor, "the weather is nice today", "A:It is!") == []
+    assert "recognised no statement in 1 user message(s)" in caplog.text
+    assert "configure an llm" in caplog.text

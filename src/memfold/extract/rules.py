@@ -184,6 +184,7 @@ class RuleExtractor:
         hits: list[_Hit] = []
         corrected: str | None = None
         in_role_play = False
+        said = 0
         for message in request.messages:
             if message.role == "assistant":
                 corrected = message.content
@@ -198,6 +199,15 @@ class RuleExtractor:
                 plain = readable(capped(text, self._head, self._tail))
                 plain, in_role_play = role_play(plain, in_role_play)
                 hits.extend(self._scan(plain, corrected, request.signals.correction))
+                said += 1
+        if said and not hits:
+            logger.info(
+                "the rule extractor recognised no statement in %d user message(s) of thread "
+                "%s; it knows the statement shapes listed in the README (Extractors); "
+                "configure an llm for broader extraction",
+                said,
+                request.thread_id,
+            )
         return Extraction(_change_set(request.document, hits, self._rules), Usage())
 
     # -- scanning --
