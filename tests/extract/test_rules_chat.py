@@ -88,6 +88,13 @@ FOUND = [
     ("我对海鲜过敏，去厦门玩的话有什么能吃的？", ["对海鲜过敏"]),
     ("其实我一直在用 PyCharm", ["用 PyCharm"]),
     ("我老家是湖南的，现在在成都工作", ["老家在湖南", "在成都工作"]),
+    # a city is a place, never an employer; what the user does there is read too
+    ("我在宁德工作，做电池研发的", ["在宁德工作", "做电池研发"]),
+    ("我在义乌做外贸", ["在义乌做外贸"]),
+    ("我叫 Kevin，在上海做金融", ["名字叫Kevin", "在上海做金融"]),
+    ("本人90后，目前在杭州一家互联网公司做测试", None),
+    ("我家狗狗叫豆豆，是只柯基", ["家里的狗狗叫豆豆"]),
+    ("我英语不太好，回答尽量用中文", ["英语水平不太好", "希望回答尽量用中文"]),
 ]
 
 
@@ -146,6 +153,10 @@ INVENTED = [
     # hedges and the past
     "I get seasick, so whale watching is probably out",  # the hedged clause only
     "以前我住在北京",
+    "帮我写一段自我介绍：我叫李华，是一名工程师",
+    "我爸今年七十了，有高血压",
+    "朋友说她在深圳做产品经理",
+    "这段代码是我同事写的，他是做后端的",
     "我觉得我是个好厨师",
 ]
 
@@ -158,7 +169,8 @@ def test_text_that_is_not_the_user_speaking_about_themselves_yields_nothing(
     planted = ("Stripe", "Kafka", "Berlin", "Dublin", "Denver", "张三", "TiDB", "Deloitte",
                "杭州", "Nanjing", "Vim", "Google", "Zurich", "Java", "厨师", "CSS", "printers",
                "正则", "开心", "Vancouver", "nurse", "大连", "Lisbon", "日本", "student",
-               "程序员", "dentist", "Rome", "beekeeper", "whale", "北京")  # fmt: skip
+               "程序员", "dentist", "Rome", "beekeeper", "whale", "北京", "李华", "工程师",
+               "高血压", "深圳", "后端")  # fmt: skip
     assert not [f for f in found if any(p in f for p in planted)], found
 
 

@@ -114,7 +114,7 @@ _INTRODUCER = re.compile(
     r"\b(?:wrote|writes|said|says|sent|replied|posted|commented|texted|emailed|forwarded)\b|"
     r"\bcopy-?pasted|\bpasted|\b(?:something|anything|sth) (?:like|along the lines of)|\blike|"
     r"'s (?:resume|cv|bio|profile|message|email|post|comment|review|letter|text|reply)|如下|以下|"
-    r"原文|转发|写道|写着|留言|发来|说道|的(?:简历|介绍|自我介绍|消息|邮件|留言|评论|帖子|文章|回复|原话|信|"
+    r"原文|转发|写道|写着|留言|发来|说道|自我介绍|范文|示例|模板|的(?:简历|介绍|消息|邮件|留言|评论|帖子|文章|回复|原话|信|"
     r"朋友圈|微博|作文)|比如|例如)[^:：]{0,40}[:：]",
     re.IGNORECASE,
 )
@@ -337,7 +337,8 @@ _ZH_OTHER_PERSON = (
     r"家人|亲戚|闺蜜|兄弟|队友|网友"
 )
 _ZH_SUBJECT = re.compile(
-    rf"(?P<team>我们|咱们)|(?P<family>我(?:的)?(?:{_ZH_OTHER_PERSON}))|(?P<self>我|I(?=['’ ]))|"
+    rf"(?P<team>我们|咱们)|(?P<family>我(?:的)?(?:{_ZH_OTHER_PERSON}))|"
+    r"(?P<self>我|I(?=['’ ]))|"
     rf"(?P<other>你们|您|他们|她们|它们|他|她|它|大家|别人|有人|人家|对方|(?:{_ZH_OTHER_PERSON})"
     r"(?=说|告诉|觉得|认为|问|让|叫|要|想|是|在|住|有|也|都|就|会|和|跟|跟我))|(?P<you>你)"
 )
@@ -365,6 +366,8 @@ def zh_clauses(sentence: str, carried: str = "self") -> list[Clause]:
             text = text[lead.end() :].strip()
         if not text:
             continue
+        if text.startswith("本人"):
+            text = "我" + text[2:]  # "本人90后": the user, formally
         match = _ZH_SUBJECT.match(text)
         if match is None:
             subject = carried

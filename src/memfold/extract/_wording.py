@@ -39,9 +39,10 @@ _EN_PRONOUN = re.compile(
     re.IGNORECASE,
 )
 # Chinese: "回答我" → "回答", "我的" → "", "给我" → "给"; a subject "我" is dropped.
-_ZH_OBJECT = re.compile(r"(?<=[回答复告诉给帮叫提醒问教和跟对])我")
+_ZH_OBJECT = re.compile(r"(?:给|帮|为|替)我(?=[\u4e00-\u9fff])|(?<=[回答复告诉叫提醒问教和跟对])我")
 _ZH_MINE = re.compile(r"^我的|(?<=[，,])我的|^我(?!们)")
 _ZH_SELF_LEFT = re.compile(r"我(?!们)")
+_ZH_TEAM = re.compile(r"我们(?=\s?(?:公司|团队|组|部门|team))")
 
 _IRREGULAR = {
     "be": "is",
@@ -163,4 +164,5 @@ def as_user(text: str) -> str:
         return _AS_USER_FIXED.get(match.group().casefold(), match.group())
 
     text = _AS_USER.sub(swap, text)
-    return text.replace("我们", "团队").replace("我的", "用户的").replace("我", "用户")
+    text = _ZH_TEAM.sub("", text).replace("我们", "团队")
+    return text.replace("我的", "用户的").replace("我", "用户")
