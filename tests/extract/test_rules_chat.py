@@ -42,6 +42,7 @@ FOUND = [
     ("I teach chemistry to 16-year-olds", ["Teaches chemistry"]),
     ("hey, I'm a nurse practitioner in Ohio", ["Is a nurse practitioner", "Based in Ohio"]),
     ("I've been a welder for 12 years", ["Works as a welder"]),
+    ("Im a teacher in a primary school", ["Is a teacher"]),
     ("i work in marketing at a small agency", ["Works in marketing", "Works at a small agency"]),
     ("我是做财务的", ["是做财务的"]),
     ("我是搞前端的，最近在学 Vue", ["是搞前端的", "在学Vue"]),
@@ -94,6 +95,7 @@ FOUND = [
     ("我叫 Kevin，在上海做金融", ["名字叫Kevin", "在上海做金融"]),
     ("本人90后，目前在杭州一家互联网公司做测试", None),
     ("我家狗狗叫豆豆，是只柯基", ["家里的狗狗叫豆豆"]),
+    ("我在上海工作，公司做的是 SaaS 客服产品", ["在上海工作", "公司做SaaS 客服产品"]),
     ("我英语不太好，回答尽量用中文", ["英语水平不太好", "希望回答尽量用中文"]),
 ]
 

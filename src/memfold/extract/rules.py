@@ -270,6 +270,8 @@ class RuleExtractor:
     def _matches(self, rules: Sequence[Rule], text: str, task: bool) -> list[_Hit]:
         found: list[tuple[int, _Hit]] = []
         words = set(_TOKEN.findall(text.casefold()))
+        if "im" in words:
+            words.add("i")  # "Im a teacher"
         for rule in rules:
             if rule.needs is not None and rule.needs not in words:
                 continue
