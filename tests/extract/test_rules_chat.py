@@ -377,3 +377,83 @@ def test_recognising_nothing_says_so_and_how_to_get_more(
         assert _contents(extractor, "the weather is nice today", "A:It is!") == []
     assert "recognised no statement in 1 user message(s)" in caplog.text
     assert "configure an llm" in caplog.text
+
+
+ANSWERS = [
+    (("A:Happy to help. Where are you based?", "Leeds"), ["Lives in Leeds"]),
+    (("A:What do you do for a living?", "nurse"), ["Works as a nurse"]),
+    (("A:What do you do for a living?", "an architect"), ["Works as an architect"]),
+    (("A:How old are you?", "34"), ["Is 34 years old"]),
+    (("A:Any dietary restrictions?", "vegetarian"), ["Is vegetarian"]),
+    (("A:你住在哪里？", "杭州"), ["住在杭州"]),
+    (("A:你是做什么的？", "产品经理"), ["职业是产品经理"]),
+    (("A:Any dietary restrictions?", "no"), []),
+    (("A:Where are you based?", "why do you ask?"), []),
+    (("A:Is this for production?", "yes, Leeds"), []),
+    (("A:Where are you based?", "Leeds is where my sister lives, and I'm still deciding"), []),
+]
+
+
+@pytest.mark.parametrize(("turns", "contents"), ANSWERS)
+def test_a_short_reply_to_the_assistants_question_about_the_user_is_read(
+    extractor: RuleExtractor, turns: tuple[str, str], contents: list[str]
+) -> None:
+    assert _contents(extractor, *turns) == contents
+
+
+BROKEN_NEW_KEYS = [
+    ("answers:\n  - {question: 'x'}\n", "'answers' must be a list of {question: regex"),
+    ("answers:\n  - {question: 'x', statement: 'no placeholder'}\n", "'answers' must be a list"),
+    (
+        "rules:\n  - {pattern: 'I like (?P<value>\\w+)', category: preference, "
+        "template: 'Likes {value}', stance: maybe}\n",
+        "'stance' must be 'positive' or 'negative'",
+    ),
+    (
+        "rules:\n  - {pattern: 'I (?P<verb>like) (?P<value>\\w+)', category: preference, "
+        "template: '{verb} {value}', stance: positive}\n",
+        "a rule with a stance needs a template with only {value}",
+    ),
+    (
+        "rules:\n  - {pattern: 'I like (?P<value>\\w+)', category: preference, "
+        "template: 'Likes {value}', fallback: 'yes'}\n",
+        "'fallback' must be true or false",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "problem"), BROKEN_NEW_KEYS)
+def test_a_bad_new_key_in_a_pattern_file_names_the_problem(
+    tmp_path, text: str, problem: str
+) -> None:
+    from memfold.errors import ConfigError
+
+    path = tmp_path / "mine.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        RuleExtractor(extra_pattern_files=[path])
+    assert str(path) in str(caught.value)
+    assert problem in str(caught.value)
+
+
+def test_a_users_answer_and_stance_rules_work_like_the_built_in_ones(tmp_path) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text(
+        "answers:\n"
+        "  - {question: 'favourite editor', statement: 'I use {answer}'}\n"
+        "rules:\n"
+        "  - id: mine.adore\n"
+        "    pattern: '\\bI adore (?P<value>[A-Z]\\w+)'\n"
+        "    category: preference\n"
+        "    template: 'Adores {value}'\n"
+        "    stance: positive\n",
+        encoding="utf-8",
+    )
+    mine = RuleExtractor(extra_pattern_files=[path])
+    assert _contents(mine, "A:What's your favourite editor?", "Neovim") == ["Uses Neovim"]
+    document = empty_document().with_changes(
+        facts=(Fact("fact_00000001", "Adores Python", "preference", 0.9, "t", "t", "t0"),)
+    )
+    change = mine.propose(_request("I hate Python", document=document)).change_set
+    assert [f.content for f in change.new_facts] == ["Dislikes Python"]
+    assert [r.fact_id for r in change.removals] == ["fact_00000001"]

@@ -43,7 +43,7 @@ CORRECTION = "correction"
 _FILE_KEYS = frozenset(
     {
         *("defines", "guards", "hedges", "past_markers", "sarcasm", "task_markers", "trim"),
-        *("reject_values", "reject_leading_words", "rules"),
+        *("reject_values", "reject_leading_words", "rules", "answers"),
     }
 )
 _RULE_KEYS = frozenset(
@@ -111,6 +111,8 @@ class RuleSet:
     exclusive_forms: Mapping[str, re.Pattern[str]]
     #: (form of a stance rule's facts with a ``value`` group, +1 or -1)
     stance_forms: tuple[tuple[re.Pattern[str], int], ...]
+    #: (an assistant's question, the statement a short reply to it makes: "I live in {answer}")
+    answers: tuple[tuple[re.Pattern[str], str], ...] = ()
 
 
 # --- loading ---------------------------------------------------------------------------
@@ -130,6 +132,7 @@ class _Draft:
     reject_values: set[str]
     reject_leading_words: set[str]
     rules: list[tuple[str, int, Mapping[str, Any]]]
+    answers: list[tuple[str, str]]
 
 
 def _fail(path: str, problem: str) -> ConfigError:
@@ -182,6 +185,18 @@ def _read_file(text: str, path: str, draft: _Draft) -> None:
     draft.reject_leading_words.update(
         v.casefold() for v in _str_list(data, "reject_leading_words", path)
     )
+    answers = data.get("answers", [])
+    if not isinstance(answers, list) or not all(
+        isinstance(a, dict)
+        and set(a) == {"question", "statement"}
+        and all(isinstance(v, str) for v in a.values())
+        and "{answer}" in a["statement"]
+        for a in answers
+    ):
+        raise _fail(
+            path, "'answers' must be a list of {question: regex, statement: '... {answer}'}"
+        )
+    draft.answers.extend((f"{path}\0{a['question']}", a["statement"]) for a in answers)
     rules = data.get("rules", [])
     if not isinstance(rules, list):
         raise _fail(path, "'rules' must be a list of mappings")
@@ -353,11 +368,15 @@ def _build(draft: _Draft) -> RuleSet:
         stance_forms=tuple(
             (re.compile(form, re.IGNORECASE), sign) for form, sign in stance_forms.items()
         ),
+        answers=tuple(
+            (_compile(question, draft.defines, "answer question"), statement)
+            for question, statement in draft.answers
+        ),
     )
 
 
 def _empty_draft() -> _Draft:
-    return _Draft({}, [], [], [], [], [], [], set(), set(), [])
+    return _Draft({}, [], [], [], [], [], [], set(), set(), [], [])
 
 
 @lru_cache(maxsize=1)

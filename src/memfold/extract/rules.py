@@ -92,6 +92,18 @@ _NOW_CLAUSE = re.compile(
 _FIRST_SENTENCE_PIECES = re.compile(r" ?(?:,|—|–| - |;|，) ?")  # where a clause starts
 _EDGE_PUNCT = "\"'`*_ \t,.;:!?，。；：！？、…~～()（）[]【】"
 _TOKEN = re.compile(r"[a-z]+|我")
+# A reply this short may answer the assistant's last question ("Leeds", "护士").
+MAX_ANSWER_CHARS = 40
+MAX_ANSWER_WORDS = 5
+MAX_QUESTION_CHARS = 400
+_LAST_QUESTION = re.compile(r"[^.!?。！？\n]{3,200}[?？]\s*$")
+_QUESTION_END = re.compile(r"[?？]")
+_ARTICLE = re.compile(r"(?:an?|the|my) ", re.IGNORECASE)
+_NO_ANSWER = re.compile(
+    r"(?:no|nope|none|nothing|n/a|not really|yes|yeah|yep|ok|okay|sure|thanks|thank you|"
+    r"why|what|idk|i don't know|not sure|没有|无|不知道|好的|谢谢|是的|对|嗯|不用)[ ,.!]*",
+    re.IGNORECASE,
+)
 _PAIRS = (("(", ")"), ("（", "）"), ("“", "”"))
 _SARCASM_TAG = re.compile(r"(?:^|\s)/s(?:arcasm)?\s*$", re.IGNORECASE)
 # A clause whose subject is someone else yields nothing ("我老公是医生").
@@ -198,6 +210,8 @@ class RuleExtractor:
                     )
                 plain = readable(capped(text, self._head, self._tail))
                 plain, in_role_play = role_play(plain, in_role_play)
+                if corrected and not in_role_play:
+                    plain = self._answer(corrected, plain)
                 hits.extend(self._scan(plain, corrected, request.signals.correction))
                 said += 1
         if said and not hits:
@@ -211,6 +225,28 @@ class RuleExtractor:
         return Extraction(_change_set(request.document, hits, self._rules), Usage())
 
     # -- scanning --
+
+    def _answer(self, asked: str, reply: str) -> str:
+        """A short reply to the assistant's question about the user, as the statement it
+        makes ("Where are you based?" → "Leeds" → "I live in Leeds")."""
+        short = reply.strip().rstrip("。.!！")
+        if (
+            not short
+            or len(short) > MAX_ANSWER_CHARS
+            or len(short.split()) > MAX_ANSWER_WORDS
+            or _QUESTION_END.search(short)
+            or _NO_ANSWER.fullmatch(short)
+        ):
+            return reply
+        last = _LAST_QUESTION.search(readable(capped(asked))[-MAX_QUESTION_CHARS:])
+        if last is None:
+            return reply
+        for question, statement in self._rules.answers:
+            if question.search(last.group()):
+                if statement.endswith(" as {answer}") and not _ARTICLE.match(short):
+                    short = ("an " if short[:1].lower() in "aeiou" else "a ") + short
+                return statement.replace("{answer}", short)
+        return reply
 
     def _scan(self, plain: str, corrected: str | None, hinted: bool) -> Iterator[_Hit]:
         if _SARCASM_TAG.search(plain):
