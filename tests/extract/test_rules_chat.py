@@ -62,6 +62,7 @@ FOUND = [
     ("I have type 2 diabetes", ["Has type 2 diabetes"]),
     ("I'm lactose intolerant, what milk works in tea?", ["Is lactose intolerant"]),
     ("we have two cats and a dog", ["Has two cats and a dog"]),
+    ("I'm flying with our two kids (7 and 10). Any tips?", ["Has two kids (7 and 10)"]),
     ("I'm Brazilian", ["Is Brazilian"]),
     ("I speak Spanish natively and a little Italian", None),
     ("my Chinese is pretty basic", ["Speaks Chinese (pretty basic)"]),
@@ -89,6 +90,8 @@ FOUND = [
     ("我对海鲜过敏，去厦门玩的话有什么能吃的？", ["对海鲜过敏"]),
     ("其实我一直在用 PyCharm", ["用 PyCharm"]),
     ("我老家是湖南的，现在在成都工作", ["老家在湖南", "在成都工作"]),
+    # a question without a question word: its last clause asks, the ones before it state
+    ("我在银行做柜员，想转行做数据分析，大概多久能找到工作？", None),
     # a city is a place, never an employer; what the user does there is read too
     ("我在宁德工作，做电池研发的", ["在宁德工作", "做电池研发"]),
     ("我在义乌做外贸", ["在义乌做外贸"]),

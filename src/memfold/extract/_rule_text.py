@@ -314,7 +314,9 @@ def _sentence(piece: str, question: bool, limit: int | None) -> Iterator[Sentenc
             if _ZH_QUESTION_WORD.search(clause) or _EN_QUESTION_WORD.match(clause.strip()):
                 break
             kept.append(clause)
-        statement = "，".join(kept).strip() if len(kept) < len(clauses) else ""
+        if len(kept) == len(clauses):
+            kept = kept[:-1]  # no question word: the last clause is the question
+        statement = "，".join(kept).strip()
     else:
         cut = _EN_QUESTION_START.search(piece)
         statement = piece[: cut.start()].strip() if cut else ""

@@ -344,14 +344,15 @@ class RuleExtractor:
                         return
 
     def _clean(self, value: str) -> str:
-        value = _SPACES.sub(" ", value).strip(_EDGE_PUNCT)
+        raw = value = _SPACES.sub(" ", value).strip()
+        value = value.strip(_EDGE_PUNCT)
         for _ in range(3):
             before = value
             for trim in self._rules.trims:
                 value = trim.sub("", value).strip(_EDGE_PUNCT)
             if value == before:
                 break
-        return value
+        return _closed(raw, value)
 
     def _rejected(self, rule: Rule, value: str) -> bool:
         if not value or len(value) > MAX_VALUE_CHARS or not _HAS_WORD.search(value):
@@ -391,19 +392,21 @@ class RuleExtractor:
 
         content = _SPACES.sub(" ", PLACEHOLDER.sub(fill, rule.template)).strip()
         content = as_user(content) if rule.category == CORRECTION else third_person(content)
-        stripped = content.strip(_EDGE_PUNCT + "，")
-        # a quoted or bracketed object keeps its closing mark: 'Speaks Chinese (basic)'
-        for opening, closing in _PAIRS:
-            if content.rstrip().endswith(closing) and stripped.count(opening) > stripped.count(
-                closing
-            ):
-                stripped += closing
-        if content.rstrip().endswith('"') and stripped.count('"') % 2:
-            stripped += '"'
-        content = stripped
+        content = _closed(content, content.strip(_EDGE_PUNCT + "，"))
         if content[:1].isascii() and content[:1].islower():
             content = content[0].upper() + content[1:]
         return content, value
+
+
+def _closed(raw: str, stripped: str) -> str:
+    """``stripped`` with the closing quote or bracket stripping took from an object it
+    opens: "Has two kids (7 and 10)", 'Dislikes it when answers start with "Great"'."""
+    for opening, closing in _PAIRS:
+        if raw.rstrip().endswith(closing) and stripped.count(opening) > stripped.count(closing):
+            return stripped + closing
+    if raw.rstrip().endswith('"') and stripped.count('"') % 2:
+        return stripped + '"'
+    return stripped
 
 
 # --- change set ------------------------------------------------------------------------
