@@ -8,8 +8,9 @@
 2. Hostile input (D11): one user message of 100 KB and of 1 MB of each kind below, read
    with the default head+tail cap and with the cap lifted (``max_head_chars`` = the whole
    message), so the table shows that the reading itself is linear. Target: the 1 MB /
-   100 KB ratio is at most ~10 uncapped (linear) and ~1 capped; 0.1.0 took ~13 min for
-   1 MB of newlines.
+   100 KB time ratio about 10 uncapped (linear; one round, so noisy) and about 1 capped;
+   0.1.0 took ~13 min for 1 MB of newlines. (Sentences over 400 characters are not read
+   as statements, so no pattern ever sees a long unit.)
 3. Recall, precision and invented facts on the corpora (the same scoring as
    ``memfold eval extraction``).
 4. Share of duplicated tokens in the demo's injected blocks (``examples/conversations.jsonl``
@@ -111,13 +112,14 @@ def _hostile(quick: bool) -> list[dict[str, Any]]:
                     else RuleExtractor(max_head_chars=len(text), max_tail_chars=0)
                 )
                 request = _request(("user", text))
-                times.append(_best(lambda r=request, e=extractor: e.propose(r), 1 if quick else 3))
+                rounds = 1 if quick or not capped else 3
+                times.append(_best(lambda r=request, e=extractor: e.propose(r), rounds))
             rows.append(
                 {
                     "benchmark": f"hostile {name}, {label}: 1 MB in {times[1] * 1000:.0f} ms",
                     "value": times[1] / times[0],
                     "unit": "x the 100 KB time",
-                    "target": "<= 1.5" if capped else "<= 12 (linear)",
+                    "target": "~1 (bounded)" if capped else "~10 (linear)",
                     "reference": "newlines: 13 min for 1 MB" if name == "newlines" else "",
                 }
             )

@@ -355,7 +355,7 @@ def test_a_megabyte_of_hostile_text_is_read_in_well_under_a_second(
 
 
 def test_the_uncapped_reading_is_linear_too() -> None:
-    text = "I live in Berlin" + "\n" * 1_000_000 + "I'm a nurse. " * 20_000
+    text = "I live in Berlin" + "\n" * 1_000_000 + "I'm a nurse. " * 200
     whole = RuleExtractor(max_head_chars=len(text), max_tail_chars=0)
     started = time.perf_counter()
     whole.propose(_request(text))

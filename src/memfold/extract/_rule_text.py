@@ -175,8 +175,9 @@ def _without_quotes(text: str) -> str:
 
 
 def readable(text: str) -> str:
-    """The parts of a user message that are the user speaking, whitespace collapsed."""
-    text = capped(text).replace("\r\n", "\n").replace("\r", "\n")
+    """The parts of a user message that are the user speaking, whitespace collapsed
+    (callers cut a long message with :func:`capped` first)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = text.replace("’", "'").replace("‘", "'")
     text = _UPLOADS.sub("\n", text)
     text = _FENCE.sub("\n", text)
