@@ -18,6 +18,7 @@ import click
 from memfold.config import MemoryConfig
 from memfold.conversation import capture
 from memfold.errors import MemfoldError
+from memfold.eval.command import eval_group
 from memfold.mcp.cli import mcp_command
 from memfold.memory import Memory
 from memfold.model import HISTORY_SECTIONS, USER_SECTIONS, MemoryDocument
@@ -402,6 +403,10 @@ def migrate(options: _Options, to: str, dsn: str | None, overwrite: bool) -> Non
     if not report.ok:
         sys.exit(1)
 
+
+# --- eval ---------------------------------------------------------------------------------
+
+cli.add_command(eval_group)  # memfold eval extraction CORPUS.jsonl (memfold.eval.command)
 
 # --- mcp (the MCP server on stdio) ----------------------------------------------------
 
