@@ -16,10 +16,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_helpers import error, ok, run
 from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
 from memfold import Memory
 from memfold.mcp import Binding, McpRefusal, bind, build_server, http_app
-from memfold.mcp.http import LOOPBACK_ONLY
+from memfold.mcp.http import LOOPBACK_ONLY, mount_mcp
 
 ALICE_KEY = "alice-key-0123456789abcdef"
 ADMIN_KEY = "admin-key-0123456789abcdef"
@@ -216,3 +218,20 @@ def test_an_endpoint_without_memfolds_authentication_serves_nobody(memory: Memor
 
     assert "not behind memfold's authentication" in run(scenario)
     assert memory.get(user_id="alice").facts == ()
+
+
+def test_mount_mcp_adds_the_endpoint_beside_an_apps_own_routes(memory: Memory) -> None:
+    app = Starlette(routes=[Route("/health", lambda request: PlainTextResponse("fine"))])
+    endpoint = mount_mcp(app, build_server(memory), resolve)
+
+    async def scenario() -> str:
+        async with endpoint:
+            with pytest.raises(RuntimeError, match="already running"):
+                await endpoint.__aenter__()
+            async with _session(app, ALICE_KEY) as client:
+                ok(await client.call_tool("remember", {"content": "Prefers tea"}))
+            async with _http(app, None) as http:
+                return (await http.get("/health")).text
+
+    assert run(scenario) == "fine"
+    assert [f.content for f in memory.get(user_id="alice").facts] == ["Prefers tea"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -32,6 +33,7 @@ __all__ = [
     "Resolver",
     "bind",
     "http_app",
+    "mount_mcp",
 ]
 
 logger = logging.getLogger("memfold.mcp")
@@ -99,8 +101,8 @@ def _query_id(query: Mapping[str, str], name: str) -> str | None:
 class McpEndpoint:
     """The ASGI app of the MCP endpoint: authenticate, bind, hand over to the SDK.
 
-    :meth:`lifespan` runs the SDK's request manager; enter it at the web app's startup
-    (it may be entered again after a shutdown).
+    As an async context manager it runs the SDK's request manager: enter it at the web
+    app's startup and leave it at shutdown (again after a restart).
     """
 
     def __init__(
@@ -114,23 +116,29 @@ class McpEndpoint:
         self._resolve = resolve
         self._security = transport_security or _NO_HOST_CHECK
         self._manager: StreamableHTTPSessionManager | None = None
+        self._running: AbstractAsyncContextManager[None] | None = None
 
-    @asynccontextmanager
-    async def _run(self) -> AsyncIterator[None]:
-        # A manager runs once: a new one for every startup of the web app.
+    async def __aenter__(self) -> None:
+        """Start the SDK's request manager (a manager runs once: a new one each startup)."""
+        if self._running is not None:
+            raise RuntimeError("the MCP endpoint is already running")
         self._server.streamable_http_app(
             stateless_http=True, json_response=True, transport_security=self._security
         )
         manager = self._server.session_manager
-        async with manager.run():
-            self._manager = manager
-            try:
-                yield
-            finally:
-                self._manager = None
+        running = manager.run()
+        await running.__aenter__()
+        self._manager, self._running = manager, running
 
-    def lifespan(self) -> AbstractAsyncContextManager[None]:
-        return self._run()
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        running, self._running, self._manager = self._running, None, None
+        if running is not None:
+            await running.__aexit__(exc_type, exc, tb)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
@@ -154,6 +162,21 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, messa
     await JSONResponse(body, status_code=status, headers=headers)(scope, receive, send)
 
 
+def mount_mcp(
+    app: Starlette,
+    server: MCPServer[Any],
+    resolve: Resolver,
+    *,
+    path: str = "/mcp",
+    transport_security: TransportSecuritySettings | None = None,
+) -> McpEndpoint:
+    """Serve ``server`` at ``path`` of ``app`` (a Starlette or FastAPI app); returns the
+    endpoint, an async context manager the app's lifespan must enter at startup."""
+    endpoint = McpEndpoint(server, resolve, transport_security=transport_security)
+    app.router.routes.append(_route(path, endpoint))
+    return endpoint
+
+
 def http_app(
     server: MCPServer[Any],
     resolve: Resolver,
@@ -167,10 +190,11 @@ def http_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with endpoint.lifespan():
+        async with endpoint:
             yield
 
-    return Starlette(
-        routes=[Route(path, endpoint=endpoint, methods=["GET", "POST", "DELETE"])],
-        lifespan=lifespan,
-    )
+    return Starlette(routes=[_route(path, endpoint)], lifespan=lifespan)
+
+
+def _route(path: str, endpoint: McpEndpoint) -> Route:
+    return Route(path, endpoint=endpoint, methods=["GET", "POST", "DELETE"])

@@ -59,14 +59,9 @@ _CHANGE = ToolAnnotations(
 Content = Annotated[str, Field(description="The fact, in one short sentence about the user.")]
 Category = Annotated[
     str | None,
-    Field(
-        description="preference, knowledge, context, behavior, goal or correction "
-        "(default: context)."
-    ),
+    Field(description="preference, knowledge, context, behavior, goal or correction."),
 ]
-Confidence = Annotated[
-    float | None, Field(description="How sure, from 0 to 1 (default 0.9 for remember).")
-]
+Confidence = Annotated[float | None, Field(description="How sure, from 0 to 1.")]
 FactId = Annotated[str, Field(description="The fact's id, e.g. fact_1a2b3c4d (see list_facts).")]
 
 
@@ -158,8 +153,9 @@ def build_server(
         category: Category = None,
         confidence: Confidence = None,
     ) -> dict[str, Any]:
-        """Remember one fact about the user (a manual fact: memfold's own updates remove it
-        only when the user corrects it). Refused when the same fact is already stored."""
+        """Remember one fact about the user (category default context, confidence 0.9). It
+        is a manual fact: memfold's own updates remove it only when the user corrects it.
+        Refused when the same fact is already stored."""
         options: dict[str, Any] = {}
         if category is not None:
             options["category"] = category
