@@ -29,7 +29,7 @@ _STOP_WORD_TEXT = """
     dislikes disliked love loves loved hate hates hated prefer prefers preferred want
     wants wanted wish wishes need needs use uses used using live lives lived living work
     works worked working name named called is's s t re ve ll d m would should could can
-    will may might must shall
+    will may might must shall correction
 """
 _STOP_WORDS = frozenset(_STOP_WORD_TEXT.split())
 # Bigrams of the words fact templates and ordinary Chinese put around the content.

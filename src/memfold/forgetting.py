@@ -164,13 +164,23 @@ def forget(
         if rebuilt != text:
             updated = replace(updated, summary=rebuilt, updated_at=now_iso)
             reasons.append(f"rebuilt without removed {_quote([g.content for g in gone])}")
+        previous = held_out(summary)
+        found = terms(rebuilt)
+        # what an earlier hold-out named and this text still mentions stays held
+        carried = [r for r in (previous.removed if previous else ()) if terms(r) & found]
         mentioned = _mentions(rebuilt, gone) if rebuilt.strip() else []
-        if mentioned:
-            previous = held_out(summary)
-            removed = tuple(dict.fromkeys([*(previous.removed if previous else ()), *mentioned]))
+        removed = tuple(dict.fromkeys([*carried, *mentioned]))
+        if removed:
             since = previous.since if previous and previous.since else now_iso
-            updated = _with_hold(updated, HoldOut(removed, since))
-            reasons.append(f"held out of injection: it still mentions removed {_quote(mentioned)}")
+            if previous is None or removed != previous.removed:
+                updated = _with_hold(updated, HoldOut(removed, since))
+            if mentioned:
+                reasons.append(
+                    f"held out of injection: it still mentions removed {_quote(mentioned)}"
+                )
+        elif previous is not None:
+            updated = without_hold(updated)
+            reasons.append("no longer mentions removed content; injected again")
         if updated is not summary:
             out[section] = updated
             changes.append(SummaryChange(section, text, rebuilt, "; ".join(reasons)))

@@ -16,6 +16,7 @@ records, urgently, the messages its summary replaces.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections import OrderedDict
@@ -40,6 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "install it with: pip install 'memfold[langchain]'"
     ) from exc
 
+from memfold.context_report import ContextReport
 from memfold.memory import Memory
 
 __all__ = [
@@ -250,6 +252,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if block is None:
                 block = self.memory.context(user_id=key[1], agent=key[2])
                 block = self._freeze(key, block)
+                if logger.isEnabledFor(logging.DEBUG):
+                    self._log_report(key, self.memory.explain_context(user_id=key[1], agent=key[2]))
             with_memory = self._with_block(request, block)
         except Exception:
             self._log_load_failure(key)
@@ -269,6 +273,11 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             if block is None:
                 block = await self.memory.acontext(user_id=key[1], agent=key[2])
                 block = self._freeze(key, block)
+                if logger.isEnabledFor(logging.DEBUG):
+                    report = await asyncio.to_thread(
+                        self.memory.explain_context, user_id=key[1], agent=key[2]
+                    )
+                    self._log_report(key, report)
             with_memory = self._with_block(request, block)
         except Exception:
             self._log_load_failure(key)
@@ -290,6 +299,19 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not block:
             return request
         return request.override(system_message=with_memory_block(request.system_message, block))
+
+    @staticmethod
+    def _log_report(key: _Key, report: ContextReport) -> None:
+        """At debug level, what the block of this call holds and leaves out, and why."""
+        dropped = ", ".join(f"{item.id} ({item.reason})" for item in report.dropped) or "nothing"
+        logger.debug(
+            "memfold: memory block for %s: %d of %d tokens, %d item(s) included; dropped: %s",
+            _describe(key),
+            report.tokens,
+            report.budget,
+            len(report.included),
+            dropped,
+        )
 
     @staticmethod
     def _log_load_failure(key: _Key | None) -> None:
