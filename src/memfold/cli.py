@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TypedDict
 
 import click
 
+from memfold import _cli_commands as _audit_commands
 from memfold.config import MemoryConfig
 from memfold.conversation import capture
 from memfold.errors import MemfoldError
@@ -181,10 +182,16 @@ def ingest(options: _Options, file: Path) -> None:
 
 @cli.command()
 @click.option("--max-tokens", type=click.IntRange(min=50), help="Budget for the block.")
+@click.option("--explain", is_flag=True, help="What is included or dropped, and why (a table).")
+@click.option("--json", "as_json", is_flag=True, help="With --explain: the report as JSON.")
 @click.pass_obj
-def context(options: _Options, max_tokens: int | None) -> None:
+def context(options: _Options, max_tokens: int | None, explain: bool, as_json: bool) -> None:
     """Print the memory block memfold would inject into the system prompt."""
     with options.memory() as mem:
+        if explain or as_json:
+            report = mem.explain_context(**options.scope, max_tokens=max_tokens)
+            _audit_commands.print_report(report, as_json=as_json)
+            return
         block = mem.context(**options.scope, max_tokens=max_tokens)
     click.echo(block if block else "(memory is empty)")
 
@@ -381,6 +388,9 @@ def migrate(options: _Options, to: str, dsn: str | None, overwrite: bool) -> Non
         click.echo(f"memfold: failed {scope}: {reason}", err=True)
     if not report.ok:
         sys.exit(1)
+
+
+_audit_commands.register(cli, _Options)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,168 @@
+"""``memfold history``, ``why``, ``summary show|edit|clear``, ``forget-user`` and
+``context --explain`` on every durable store (json, sqlite, postgres)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memfold.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "conversations.jsonl"
+
+
+def run(
+    capsys: pytest.CaptureFixture[str], *args: str, stdin: str | None = None
+) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(params=["json", "sqlite", "postgres"])
+def home(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("MEMFOLD_STORAGE", request.param)
+    if request.param == "postgres":
+        monkeypatch.setenv("MEMFOLD_DSN", request.getfixturevalue("postgres_dsn"))
+    return str(tmp_path / "home")
+
+
+def fact_id(capsys: pytest.CaptureFixture[str], home: str, content: str) -> str:
+    _, out, _ = run(capsys, "--home", home, "--user", "alice", "facts", "list", "--json")
+    return next(f["id"] for f in json.loads(out) if f["content"] == content)
+
+
+def test_history_and_why_show_where_a_fact_came_from(capsys, home) -> None:
+    assert run(capsys, "--home", home, "ingest", str(EXAMPLES))[0] == 0
+    berlin = fact_id(capsys, home, "Lives in Berlin")
+    code, out, _ = run(capsys, "--home", home, "--user", "alice", "why", berlin)
+    assert code == 0
+    assert f"{berlin}: 'Lives in Berlin' (live)" in out
+    assert "from: extraction/rules" in out
+    assert "the user said:" in out
+    assert "superseded: " in out  # it replaced the earlier "Based in Berlin"
+    code, out, _ = run(capsys, "--home", home, "--user", "alice", "history", berlin, "--json")
+    assert code == 0
+    # its own event and the one of the fact it superseded, which links to it
+    assert [e["kind"] for e in json.loads(out)] == ["added", "superseded"]
+    code, out, _ = run(capsys, "--home", home, "--user", "alice", "history", "--limit", "3")
+    assert code == 0
+    assert len(out.strip().splitlines()) == 3
+    code, _, err = run(capsys, "--home", home, "--user", "alice", "why", "fact_nope")
+    assert code == 2
+    assert "fact_nope" in err
+
+
+def test_facts_rm_then_context_has_no_trace_and_summary_edit_corrects(capsys, home) -> None:
+    """B3 through the CLI: the Personal summary no longer carries a removed fact."""
+    run(capsys, "--home", home, "ingest", str(EXAMPLES))
+    for content in ("Lives in Berlin", "Correction: I live in Berlin, not Munich"):
+        run(
+            capsys, "--home", home, "--user", "alice", "facts", "rm", fact_id(capsys, home, content)
+        )
+    _, block, _ = run(capsys, "--home", home, "--user", "alice", "context")
+    assert "Berlin" not in block
+    code, out, _ = run(
+        capsys, "--home", home, "--user", "alice", "summary", "edit", "personal", "Likes hiking"
+    )
+    assert (code, out.strip()) == (0, "personalContext: Likes hiking")
+    code, out, _ = run(capsys, "--home", home, "--user", "alice", "summary", "show", "personal")
+    assert out.strip() == "personalContext (Personal): Likes hiking"
+    code, out, _ = run(capsys, "--home", home, "--user", "alice", "summary", "clear", "work")
+    assert (code, out.strip()) == (0, "workContext cleared")
+    _, block, _ = run(capsys, "--home", home, "--user", "alice", "context")
+    assert "- Personal: Likes hiking" in block
+    assert "- Work:" not in block
+    code, _, err = run(capsys, "--home", home, "--user", "alice", "summary", "edit", "hobbies", "x")
+    assert code == 2
+    assert "workContext" in err
+
+
+def test_context_explain_prints_the_report_as_a_table_or_json(capsys, home) -> None:
+    run(capsys, "--home", home, "ingest", str(EXAMPLES))
+    code, table, _ = run(
+        capsys, "--home", home, "--user", "alice", "context", "--explain", "--max-tokens", "150"
+    )
+    assert code == 0
+    first, header, *rows = table.splitlines()
+    assert first.endswith("dropped")
+    assert header.split() == ["kind", "id", "tokens", "reason", "content", "why"]
+    assert any(r.startswith("in ") for r in rows)
+    assert any(r.startswith("out") and "no room left within max_tokens" in r for r in rows)
+    _, data, _ = run(
+        capsys,
+        "--home",
+        home,
+        "--user",
+        "alice",
+        "context",
+        "--explain",
+        "--json",
+        "--max-tokens",
+        "150",
+    )
+    report = json.loads(data)
+    _, block, _ = run(capsys, "--home", home, "--user", "alice", "context", "--max-tokens", "150")
+    assert report["text"] == block.rstrip("\n")
+    assert report["budget"] == 150
+
+
+def test_forget_user_needs_yes_and_erases_every_agent(capsys, home, monkeypatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    run(capsys, "--home", home, "ingest", str(EXAMPLES))
+    run(capsys, "--home", home, "--user", "alice", "--agent", "coder", "facts", "add", "Uses vim")
+    code, _, err = run(capsys, "--home", home, "forget-user", "alice")
+    assert code == 2
+    assert "aborted" in err
+    code, out, _ = run(capsys, "--home", home, "forget-user", "alice", "--yes", "--json")
+    assert code == 0
+    assert json.loads(out)["scopes"] == 2
+    _, out, _ = run(capsys, "--home", home, "--user", "alice", "history")
+    assert out.strip() == "(no history)"
+    _, block, _ = run(capsys, "--home", home, "--user", "wei", "context")
+    assert "上海" in block
+    code, _, err = run(capsys, "--home", home, "forget-user", "--yes")
+    assert code == 2
+    assert "--default-user" in err
+
+
+def test_forget_user_as_a_command_exits_cleanly(tmp_path: Path) -> None:
+    home = str(tmp_path / "home")
+    env = {**os.environ, "MEMFOLD_STORAGE": "json"}
+    cmd = [sys.executable, "-m", "memfold.cli", "--home", home]
+    subprocess.run(
+        [*cmd, "--user", "zed", "facts", "add", "Owns a boat"],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+    refused = subprocess.run(
+        [*cmd, "forget-user", "zed"],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        input="n\n",
+    )
+    assert refused.returncode == 2
+    done = subprocess.run(
+        [*cmd, "forget-user", "zed"],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        input="y\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "erased user 'zed': 1 scope(s), 0 queued update(s)" in done.stdout
+    assert not any((Path(home) / "users").iterdir())
