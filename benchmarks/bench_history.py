@@ -19,45 +19,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench_store import _document  # the same 200-fact document as the store benchmark
+
 from memfold import Memory, MemoryConfig
 from memfold.history import ChangeEvent
-from memfold.model import (
-    SUMMARY_SECTIONS,
-    Fact,
-    MemoryDocument,
-    Scope,
-    Summary,
-    document_to_dict,
-)
+from memfold.model import Scope, document_to_dict
 from memfold.store.base import HistoryStore
 from memfold.store.jsonfile import JsonFileStore
 from memfold.store.sqlite import SqliteStore
 
-FACTS = 200
+FACTS = 200  # bench_store's document
 EVENTS = 1000
 STAMP = "2026-11-30T12:00:00Z"
 SCOPE = Scope("bench@example.com", "agent")
-
-
-def _document() -> MemoryDocument:
-    categories = ("preference", "knowledge", "context", "behavior", "goal", "correction")
-    facts = [
-        Fact(
-            id=f"fact_{n:08x}",
-            content=f"The user mentioned detail number {n}: prefers tools that are fast, "
-            f"explicit and well documented (项目 {n})",
-            category=categories[n % len(categories)],
-            confidence=0.7 + (n % 30) / 100,
-            created_at=STAMP,
-            updated_at=STAMP,
-            source=f"thread-{n % 17}",
-        )
-        for n in range(FACTS)
-    ]
-    summaries = {
-        s: Summary(f"Summary of {s}: " + "context words " * 20, STAMP) for s in SUMMARY_SECTIONS
-    }
-    return MemoryDocument(last_updated=STAMP, facts=tuple(facts), summaries=summaries)
 
 
 def _events(n: int) -> tuple[ChangeEvent, ...]:

@@ -82,6 +82,9 @@ class AuditMixin:
     ) -> _T:
         raise NotImplementedError  # pragma: no cover - Memory implements it
 
+    def _get_queue(self) -> UpdateQueue:
+        raise NotImplementedError  # pragma: no cover - Memory implements it
+
     def _manual(self, gone: tuple[Any, str] = ("removed", "deleted by hand")) -> Describe:
         """How a person's edit is described in the history (see ``_events.from_diff``)."""
 
@@ -258,7 +261,8 @@ class AuditMixin:
                 f"the store {type(self._store).__name__} cannot erase a user: it has no "
                 "forget_user(user_id) method (see memfold.store.base.HistoryStore)"
             )
-        queue = self._queue
+        # a durable queue holds rows of the user even when this process never queued any
+        queue = self._queue if self.config.queue == "memory" else self._get_queue()
         dropped = 0
         if queue is not None:
             erase = getattr(queue, "forget_user", None)

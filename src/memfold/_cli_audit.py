@@ -6,18 +6,12 @@ from __future__ import annotations
 from memfold.context_report import REASONS, ContextItem, ContextReport
 from memfold.forgetting import held_out
 from memfold.history import ChangeEvent, FactProvenance
+from memfold.inject import SECTION_LABELS
 from memfold.model import SUMMARY_SECTIONS, MemoryDocument
 
 __all__ = ["SECTION_TITLES", "event_line", "provenance_text", "report_table", "summaries_text"]
 
-SECTION_TITLES = {
-    "workContext": "Work",
-    "personalContext": "Personal",
-    "topOfMind": "Current focus",
-    "recentMonths": "Recent months",
-    "earlierContext": "Earlier context",
-    "longTermBackground": "Long-term background",
-}
+SECTION_TITLES = SECTION_LABELS
 _TEXT_CHARS = 70
 
 

@@ -19,19 +19,13 @@ from memfold import _cli_commands as _audit_commands
 from memfold.config import MemoryConfig
 from memfold.conversation import capture
 from memfold.errors import MemfoldError
+from memfold.inject import SECTION_LABELS
 from memfold.memory import Memory
 from memfold.model import HISTORY_SECTIONS, USER_SECTIONS, MemoryDocument
 
 __all__ = ["main"]
 
-_SECTION_TITLES = {
-    "workContext": "Work",
-    "personalContext": "Personal",
-    "topOfMind": "Current focus",
-    "recentMonths": "Recent months",
-    "earlierContext": "Earlier context",
-    "longTermBackground": "Long-term background",
-}
+_SECTION_TITLES = SECTION_LABELS
 
 
 class _ScopeArgs(TypedDict):

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLOSE_TAG",
     "OPEN_TAG",
+    "SECTION_LABELS",
     "ContextRenderer",
     "FactDecision",
     "RenderPlan",
@@ -64,6 +65,8 @@ _GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ),
     ),
 )
+#: The label each summary section has in the block (``workContext`` → ``Work``).
+SECTION_LABELS: dict[str, str] = {key: label for _, group in _GROUPS for key, label in group}
 _FACTS_HEADER = "Facts:\n"
 _PARTIAL_ENTITY = re.compile(r"&[a-z]*$")
 
