@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from memfold import Memory, MemoryConfig
 from memfold.cli import main
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "conversations.jsonl"
@@ -137,32 +138,15 @@ def test_forget_user_needs_yes_and_erases_every_agent(capsys, home, monkeypatch)
 
 
 def test_forget_user_as_a_command_exits_cleanly(tmp_path: Path) -> None:
-    home = str(tmp_path / "home")
+    home = tmp_path / "home"
+    with Memory(MemoryConfig(home=home, storage="json")) as mem:
+        mem.add_fact("Owns a boat", user_id="zed")
     env = {**os.environ, "MEMFOLD_STORAGE": "json"}
-    cmd = [sys.executable, "-m", "memfold.cli", "--home", home]
-    subprocess.run(
-        [*cmd, "--user", "zed", "facts", "add", "Owns a boat"],
-        check=True,
-        env=env,
-        capture_output=True,
-    )
-    refused = subprocess.run(
-        [*cmd, "forget-user", "zed"],
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-        input="n\n",
-    )
+    cmd = [sys.executable, "-m", "memfold.cli", "--home", str(home), "forget-user", "zed"]
+    refused = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, input="n\n")
     assert refused.returncode == 2
-    done = subprocess.run(
-        [*cmd, "forget-user", "zed"],
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-        input="y\n",
-    )
+    assert "aborted" in refused.stderr
+    done = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, input="y\n")
     assert done.returncode == 0, done.stderr
     assert "erased user 'zed': 1 scope(s), 0 queued update(s)" in done.stdout
-    assert not any((Path(home) / "users").iterdir())
+    assert not any((home / "users").iterdir())
