@@ -235,3 +235,27 @@ def test_event_keys_name_messages_without_ids_by_content_hash(make_mem: MakeMemo
     (added,) = [e for e in mem.history(user_id="u") if e.kind == "added"]
     assert added.message_keys == (message_key(Message("user", "I live in Lisbon.")),)
     assert isinstance(added, ChangeEvent)
+
+
+@pytest.mark.parametrize("storage", ["json"], indirect=True)
+@pytest.mark.parametrize(
+    ("before", "after", "old", "new"),
+    [
+        ("I work at Zalando.", "I work at Spotify now.", "Works at Zalando", "Works at Spotify"),
+        ("I'm a teacher.", "I'm a nurse.", "Is a teacher", "Is a nurse"),
+        ("My name is Alice.", "My name is Alicia.", "Name is Alice", "Name is Alicia"),
+    ],
+)
+def test_rule_slots_supersede_their_old_value(
+    make_mem: MakeMemory, before: str, after: str, old: str, new: str
+) -> None:
+    mem = make_mem()
+    mem.update([("user", before), ("assistant", "Ok.")], thread_id="t1", user_id="u")
+    old_id = fact_id(mem, old, user_id="u")
+    mem.update([("user", after), ("assistant", "Ok.")], thread_id="t2", user_id="u")
+    assert [f.content for f in mem.get(user_id="u").facts] == [new]
+    found = mem.explain(old_id, user_id="u")
+    assert found.status == "superseded"
+    assert found.superseded_by is not None
+    assert found.superseded_by.content == new
+    assert old not in mem.context(user_id="u")
