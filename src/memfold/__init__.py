@@ -8,7 +8,7 @@ with Memory(MemoryConfig(home="./.memfold")) as mem:
 """
 
 from memfold._audit import ErasureReport
-from memfold.config import LLMConfig, MemoryConfig
+from memfold.config import EmbeddingsConfig, LLMConfig, MemoryConfig
 from memfold.context_report import ContextItem, ContextReport
 from memfold.errors import (
     ConfigError,
@@ -24,6 +24,7 @@ from memfold.history import ChangeEvent, FactProvenance, FactRef
 from memfold.memory import Memory
 from memfold.model import Fact, MemoryDocument, Scope, Summary
 from memfold.queue.base import QueueStatus
+from memfold.search import Embedder, EmbeddingError, SearchHit
 from memfold.updater import UpdateResult
 
 __version__ = "0.1.0"
@@ -36,6 +37,9 @@ __all__ = [
     "ContextReport",
     "CorruptMemoryError",
     "DuplicateFactError",
+    "Embedder",
+    "EmbeddingError",
+    "EmbeddingsConfig",
     "ErasureReport",
     "ExtractionError",
     "Fact",
@@ -49,6 +53,7 @@ __all__ = [
     "MemoryDocument",
     "QueueStatus",
     "Scope",
+    "SearchHit",
     "StorageError",
     "Summary",
     "UpdateResult",

@@ -24,6 +24,7 @@ from memfold.inject import ContextRenderer
 from memfold.model import MemoryDocument, Scope, Summary
 from memfold.queue.base import JobKey, UpdateQueue
 from memfold.redact import Redactor
+from memfold.search import Searcher
 from memfold.store.base import HistoryStore, MemoryStore
 
 __all__ = ["AuditMixin", "Describe", "ErasureReport"]
@@ -66,6 +67,7 @@ class AuditMixin:
     config: MemoryConfig
     _store: MemoryStore
     _renderer: ContextRenderer
+    _searcher: Searcher
     _redactor: Redactor | None
     _queue: UpdateQueue | None
     _lock: threading.Lock
@@ -83,6 +85,11 @@ class AuditMixin:
         raise NotImplementedError  # pragma: no cover - Memory implements it
 
     def _get_queue(self) -> UpdateQueue:
+        raise NotImplementedError  # pragma: no cover - Memory implements it
+
+    def _injection_inputs(
+        self, scope: Scope, today: date | None, query: str | None
+    ) -> tuple[MemoryDocument, date | None, tuple[str, ...]]:
         raise NotImplementedError  # pragma: no cover - Memory implements it
 
     def _manual(self, gone: tuple[Any, str] = ("removed", "deleted by hand")) -> Describe:
@@ -165,6 +172,7 @@ class AuditMixin:
         agent: str | None = None,
         max_tokens: int | None = None,
         today: date | None = None,
+        query: str | None = None,
     ) -> ContextReport:
         """The exact block ``context()`` returns with these arguments, its token count and
         budget, and for every fact and summary section whether it was included or
@@ -172,12 +180,14 @@ class AuditMixin:
 
         Raises:
             ValueError: ``max_tokens`` is negative.
+            TypeError: ``query`` is neither a string nor None.
             StorageError: the store cannot be read.
         """
         scope = Scope(user_id, agent)
-        if today is None and self.config.include_date:
-            today = self._now().date()
-        plan = self._renderer.explain(self._store.load(scope), max_tokens=max_tokens, today=today)
+        document, today, relevance = self._injection_inputs(scope, today, query)
+        plan = self._renderer.explain(
+            document, max_tokens=max_tokens, today=today, relevance=relevance
+        )
         return report(plan, scope)
 
     # --- summaries ----------------------------------------------------------------------
@@ -276,8 +286,11 @@ class AuditMixin:
                 with self._lock:
                     self._erased.update((job.key, job.enqueued_at) for job in running(user_id))
             dropped = int(erase(user_id))
+        held = self.scopes(user_id)
         count = self._store.forget_user(user_id)
         self._renderer.forget_user(user_id)
+        for scope in held:
+            self._searcher.forget(scope)  # its index and embedding vectors
         logger.info(
             "memfold erased %s: %d scope(s), %d queued update(s)",
             Scope(user_id),

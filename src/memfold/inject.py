@@ -8,7 +8,9 @@ neither close the block nor forge a line of its own (defect 12).
 
 Budget order: the wrapper, then guaranteed facts (``correction`` by default) from their
 own budget, then the other facts by confidence; the six summaries get what is left and
-only they are ever cut short.
+only they are ever cut short. Given a ``relevance`` order (fact ids, most relevant to the
+user's message first, from ``memfold.search``), the facts it names come before the others,
+which keep their confidence order.
 """
 
 from __future__ import annotations
@@ -103,6 +105,18 @@ def _by_priority(facts: Sequence[Fact]) -> list[Fact]:
     return sorted(newest_first, key=operator.attrgetter("confidence"), reverse=True)
 
 
+def _ordered(facts: Sequence[Fact], relevance: Sequence[str]) -> list[Fact]:
+    """Facts named in ``relevance`` first, in its order; then the rest by priority."""
+    by_priority = _by_priority(facts)
+    if not relevance:
+        return by_priority
+    rank: dict[str, int] = {}
+    for position, fact_id in enumerate(relevance):
+        rank.setdefault(fact_id, position)
+    first = sorted((f for f in by_priority if f.id in rank), key=lambda f: rank[f.id])
+    return first + [f for f in by_priority if f.id not in rank]
+
+
 def _char_truncate(count: Count) -> Truncate:
     """Token truncation for a plain counting callable: the longest character prefix that
     counts at most ``limit`` (binary search; assumes longer prefixes never count less)."""
@@ -132,6 +146,7 @@ def _tools(counter: Count | TokenCounter) -> tuple[Count, Truncate]:
 class _Settings:
     guaranteed: frozenset[str]
     guaranteed_budget: int
+    relevance: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -155,7 +170,7 @@ class _FactPicker:
         flags: list[bool] = []
         lines: list[str] = []
         empty: list[Fact] = []
-        for fact in _by_priority(facts):
+        for fact in _ordered(facts, settings.relevance):
             line = _fact_line(fact.content, fact.category, fact.confidence, fact.source_error)
             if line:
                 kept.append(fact)
@@ -335,9 +350,10 @@ def plan(
     guaranteed_categories: Sequence[str] = ("correction",),
     guaranteed_budget: int = 500,
     today: datetime.date | None = None,
+    relevance: Sequence[str] = (),
 ) -> RenderPlan:
     """The injection block for ``document`` within ``max_tokens`` (wrapper included),
-    with the decision taken for every fact and summary section.
+    with the decision taken for every fact and summary section (see ``render``).
 
     Raises:
         ValueError: ``max_tokens`` or ``guaranteed_budget`` is negative.
@@ -347,7 +363,9 @@ def plan(
     if guaranteed_budget < 0:
         raise ValueError(f"guaranteed_budget={guaranteed_budget}: must be 0 or more")
     count, truncate = _tools(counter)
-    settings = _Settings(frozenset(c.lower() for c in guaranteed_categories), guaranteed_budget)
+    settings = _Settings(
+        frozenset(c.lower() for c in guaranteed_categories), guaranteed_budget, tuple(relevance)
+    )
     head = [f"{OPEN_TAG}\n"]
     if today is not None:
         head.append(f"Current date: {today.isoformat()}\n")
@@ -389,10 +407,13 @@ def render(
     guaranteed_categories: Sequence[str] = ("correction",),
     guaranteed_budget: int = 500,
     today: datetime.date | None = None,
+    relevance: Sequence[str] = (),
 ) -> str:
     """The injection block for ``document`` within ``max_tokens`` (wrapper included).
 
-    Returns "" when the document is empty or not even one line fits.
+    ``relevance`` lists fact ids most relevant first; those facts are taken before the
+    others (after the guaranteed ones). Returns "" when the document is empty or not even
+    one line fits.
 
     Raises:
         ValueError: ``max_tokens`` or ``guaranteed_budget`` is negative.
@@ -406,15 +427,18 @@ def render(
         guaranteed_categories=guaranteed_categories,
         guaranteed_budget=guaranteed_budget,
         today=today,
+        relevance=relevance,
     ).text
 
 
 class ContextRenderer:
     """``render`` with fixed settings and a bounded, thread-safe cache of finished blocks.
 
-    A block is cached under (scope, revision, generation, lastUpdated, max_tokens, today):
-    a committed revision never changes, so the cache needs no invalidation; only an
-    erased user (whose revisions start again from 0) is dropped, by :meth:`forget_user`.
+    A block is cached under (scope, revision, generation, lastUpdated, max_tokens, today,
+    relevance): a committed revision never changes, so the cache needs no invalidation;
+    only an erased user (whose revisions start again from 0) is dropped, by
+    :meth:`forget_user`. Keying on the relevance order rather than on the query lets two
+    messages that match the same facts share one block.
     """
 
     def __init__(
@@ -466,14 +490,17 @@ class ContextRenderer:
         *,
         max_tokens: int | None = None,
         today: datetime.date | None = None,
+        relevance: Sequence[str] = (),
     ) -> str:
-        """The block for ``scope``'s ``document`` (cached per revision).
+        """The block for ``scope``'s ``document`` (cached per revision and relevance order).
 
         Raises:
             ValueError: ``max_tokens`` is negative.
         """
         budget = self.max_tokens if max_tokens is None else max_tokens
-        key = (scope, document.revision, document.generation, document.last_updated, budget, today)
+        order = tuple(relevance)
+        key: tuple[object, ...] = (scope, document.revision, document.generation)
+        key += (document.last_updated, budget, today, order)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
@@ -486,6 +513,7 @@ class ContextRenderer:
             guaranteed_categories=self.guaranteed_categories,
             guaranteed_budget=self.guaranteed_budget,
             today=today,
+            relevance=order,
         )
         with self._lock:
             self._cache[key] = block
@@ -500,6 +528,7 @@ class ContextRenderer:
         *,
         max_tokens: int | None = None,
         today: datetime.date | None = None,
+        relevance: Sequence[str] = (),
     ) -> RenderPlan:
         """The plan behind the block :meth:`render` returns for ``document`` (not cached).
 
@@ -513,6 +542,7 @@ class ContextRenderer:
             guaranteed_categories=self.guaranteed_categories,
             guaranteed_budget=self.guaranteed_budget,
             today=today,
+            relevance=relevance,
         )
 
     def forget_user(self, user_id: str | None) -> None:

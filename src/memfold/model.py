@@ -379,7 +379,7 @@ def _fact_to(fact: Fact) -> dict[str, Any]:
 
 
 def fact_to_dict(fact: Fact) -> dict[str, Any]:
-    """One fact as it is stored in a document (camelCase, unknown fields restored)."""
+    """The JSON-ready form of one fact, as it appears in a document's ``facts``."""
     return _fact_to(fact)
 
 

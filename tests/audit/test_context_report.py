@@ -106,3 +106,17 @@ def test_the_report_is_json_ready(make_mem: MakeMemory) -> None:
     assert data["userId"] == "amy"
     assert data["text"].startswith("<user_memory>")
     assert {"kind", "id", "content", "included", "reason", "tokens"} <= set(data["dropped"][0])
+
+
+@pytest.mark.parametrize("storage", ["json"], indirect=True)
+def test_a_query_orders_the_report_like_the_block(make_mem: MakeMemory) -> None:
+    mem = make_mem(max_injection_tokens=600, guaranteed_token_budget=150)
+    seeded(mem)
+    query = "which option for problem 17?"
+    report = mem.explain_context(user_id="amy", max_tokens=400, query=query)
+    assert report.text == mem.context(user_id="amy", max_tokens=400, query=query)
+    plain = mem.explain_context(user_id="amy", max_tokens=400)
+    assert "fact_p17" in [i.id for i in report.included]
+    assert "fact_p17" not in [i.id for i in plain.included]
+    with pytest.raises(TypeError, match="query"):
+        mem.explain_context(user_id="amy", query=17)  # type: ignore[arg-type]
