@@ -74,6 +74,8 @@ class AuditMixin:
     _now: Callable[[], datetime]
     #: (key, first-record time) of running jobs whose user was erased
     _erased: set[tuple[JobKey, float]]
+    #: how often ``forget_user`` erased each user in this process
+    _erasure_counts: dict[str | None, int]
 
     def _edit(
         self,
@@ -252,6 +254,16 @@ class AuditMixin:
 
     # --- erasure ------------------------------------------------------------------------
 
+    def erasures(self, user_id: str | None) -> int:
+        """How often ``forget_user`` erased ``user_id`` through this ``Memory``: a cache of
+        blocks (the LangChain middleware's per-thread blocks) drops what it froze before."""
+        with self._lock:
+            return self._erasure_counts.get(user_id, 0)
+
+    def _count_erasure(self, user_id: str | None) -> None:
+        with self._lock:
+            self._erasure_counts[user_id] = self._erasure_counts.get(user_id, 0) + 1
+
     def forget_user(self, user_id: str | None, /) -> ErasureReport:
         """Erase everything of one user: every scope (shared bucket and every agent) with
         its facts, summaries, watermarks and history, the user's queued updates on the
@@ -287,7 +299,9 @@ class AuditMixin:
                     self._erased.update((job.key, job.enqueued_at) for job in running(user_id))
             dropped = int(erase(user_id))
         held = self.scopes(user_id)
+        self._count_erasure(user_id)  # blocks frozen before this are stale ...
         count = self._store.forget_user(user_id)
+        self._count_erasure(user_id)  # ... and so are blocks read while it ran
         self._renderer.forget_user(user_id)
         for scope in held:
             self._searcher.forget(scope)  # its index and embedding vectors

@@ -128,6 +128,7 @@ class Memory(AuditMixin):
         self._fenced: set[tuple[JobKey, float]] = set()
         # ... and of jobs that were running when their user was erased
         self._erased: set[tuple[JobKey, float]] = set()
+        self._erasure_counts: dict[str | None, int] = {}
         self._closed = False
         self._close_result = True
         if config.queue != "memory":

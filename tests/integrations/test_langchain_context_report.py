@@ -77,3 +77,22 @@ def test_no_report_is_computed_unless_debug_is_on(
     finally:
         logging.getLogger(LOGGER).setLevel(logging.NOTSET)
     assert calls == []
+
+
+def test_a_per_thread_block_frozen_before_forget_user_is_not_injected_again(
+    memory: Memory, make_model: Callable[..., Any]
+) -> None:
+    memory.add_fact("Owns a parrot named Xylophonia", user_id="alice")
+    model = make_model()
+    graph = create_agent(
+        model, tools=[], system_prompt="You are helpful.",
+        middleware=[MemoryMiddleware(memory, injection_mode="per_thread")],
+        checkpointer=InMemorySaver(),
+    )  # fmt: skip
+    run = {"configurable": {"thread_id": "t1"}}
+    graph.invoke(question("Hi"), run, context={"user_id": "alice"})
+    memory.forget_user("alice")
+    graph.invoke(question("Still there?"), run, context={"user_id": "alice"})
+    first, second = model.system_texts()
+    assert "Xylophonia" in first
+    assert "Xylophonia" not in second
