@@ -25,7 +25,7 @@ from memfold.model import MemoryDocument, Scope, Summary
 from memfold.queue.base import JobKey, UpdateQueue
 from memfold.redact import Redactor
 from memfold.search import Searcher
-from memfold.store.base import HistoryStore, MemoryStore
+from memfold.store.base import HistoryStore, MemoryStore, check_history_limit
 
 __all__ = ["AuditMixin", "Describe", "ErasureReport"]
 
@@ -134,8 +134,7 @@ class AuditMixin:
             ValueError: ``limit`` is not a positive integer or None.
             StorageError: the history cannot be read.
         """
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
-            raise ValueError(f"limit={limit!r}: must be a positive integer or None")
+        check_history_limit(limit, 1)
         store = self._history_store()
         if store is None:
             return []

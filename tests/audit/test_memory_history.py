@@ -259,3 +259,13 @@ def test_rule_slots_supersede_their_old_value(
     assert found.superseded_by is not None
     assert found.superseded_by.content == new
     assert old not in mem.context(user_id="u")
+
+
+@pytest.mark.parametrize("storage", ["json"], indirect=True)
+@pytest.mark.parametrize("limit", [0, -1, True, "5"])
+def test_a_bad_history_limit_is_a_clear_error(make_mem: MakeMemory, limit: object) -> None:
+    mem = make_mem()
+    mem.add_fact("Owns a cat", user_id="bob")
+    for fact_id_ in (None, "fact_x"):
+        with pytest.raises(ValueError, match="limit"):
+            mem.history(user_id="bob", fact_id=fact_id_, limit=limit)  # type: ignore[arg-type]
