@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench_store import _document  # the same 200-fact document as the store benchmark
+from bench_store import _document, _median_ms  # the store benchmark's 200-fact document
 
 from memfold import Memory, MemoryConfig
 from memfold.history import ChangeEvent
@@ -57,15 +57,6 @@ def _events(n: int) -> tuple[ChangeEvent, ...]:
             message_keys=(f"id:msg-{n:06d}",), excerpt=words, **common,
         ),
     )  # fmt: skip
-
-
-def _median_ms(fn: Callable[[], Any], repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - started) * 1000)
-    return statistics.median(samples)
 
 
 def _row(name: str, value: float, unit: str = "ms", target: str = "") -> dict[str, Any]:
