@@ -150,3 +150,15 @@ def test_forget_user_as_a_command_exits_cleanly(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "erased user 'zed': 1 scope(s), 0 queued update(s)" in done.stdout
     assert not any((home / "users").iterdir())
+
+
+def test_summary_edit_reads_the_text_from_a_pipe(capsys, home, monkeypatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("Plays the cello\n"))
+    code, out, _ = run(capsys, "--home", home, "--user", "ana", "summary", "edit", "focus")
+    assert (code, out.strip()) == (0, "topOfMind: Plays the cello")
+    _, data, _ = run(capsys, "--home", home, "--user", "ana", "summary", "show", "--json")
+    assert json.loads(data)["topOfMind"] == "Plays the cello"
+    _, events, _ = run(capsys, "--home", home, "--user", "ana", "history", "--json")
+    assert [(e["kind"], e["actor"], e["section"]) for e in json.loads(events)] == [
+        ("summary", "manual", "topOfMind")
+    ]
