@@ -7,6 +7,7 @@ the rules it relies on live in ``history``, ``edits``, ``inject`` and the stores
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from memfold.history import ChangeEvent, FactProvenance, events_for_fact, proven
 from memfold.inject import ContextRenderer
 from memfold.model import MemoryDocument, Scope, Summary
 from memfold.queue.base import JobKey, UpdateQueue
-from memfold.redact import Redactor
+from memfold.redact import Redactor, cached_scrub, redact_fact
 from memfold.search import Searcher
 from memfold.store.base import HistoryStore, MemoryStore, check_history_limit
 
@@ -140,9 +141,23 @@ class AuditMixin:
             return []
         scope = Scope(user_id, agent)
         if fact_id is None:
-            return store.history(scope, limit=limit)
-        found = events_for_fact(store.history(scope), fact_id)
-        return found if limit is None else found[:limit]
+            found = store.history(scope, limit=limit)
+        else:
+            found = events_for_fact(store.history(scope), fact_id)
+            found = found if limit is None else found[:limit]
+        return self._at_recall(found)
+
+    def _at_recall(self, events: list[ChangeEvent]) -> list[ChangeEvent]:
+        """security: events written before a pattern existed are redacted when read."""
+        scrub = self._recall_scrub
+        if scrub is None:
+            return events
+        return [_events.at_recall(event, scrub) for event in events]
+
+    @functools.cached_property
+    def _recall_scrub(self) -> Callable[[str], str] | None:
+        """The redactor, memoised per text (events repeat the same contents)."""
+        return None if self._redactor is None else cached_scrub(self._redactor)
 
     def explain(
         self, fact_id: str, /, *, user_id: str | None = None, agent: str | None = None
@@ -157,8 +172,10 @@ class AuditMixin:
         """
         scope = Scope(user_id, agent)
         fact = self._store.load(scope).fact(fact_id)
+        if fact is not None:
+            fact = redact_fact(fact, self._redactor)  # security: redact at recall
         store = self._history_store()
-        events = [] if store is None else store.history(scope)
+        events = [] if store is None else self._at_recall(store.history(scope))
         found = provenance(fact_id, events[::-1], fact)
         if found is None:
             raise FactNotFoundError(fact_id, scope)

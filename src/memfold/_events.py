@@ -20,6 +20,7 @@ from memfold.model import SUMMARY_SECTIONS, Fact, MemoryDocument, Message, Summa
 __all__ = [
     "EXCERPT_CHARS",
     "MAX_MESSAGE_KEYS",
+    "at_recall",
     "cleared",
     "from_changes",
     "from_diff",
@@ -47,6 +48,21 @@ def _clean(text: str | None, scrub: Scrub) -> str | None:
     if text is None:
         return None
     return scrub(text) if scrub is not None and text else text
+
+
+def at_recall(event: ChangeEvent, scrub: Scrub) -> ChangeEvent:
+    """``event`` with its texts redacted again (events written before a redaction pattern
+    existed are redacted when read, like ``context()`` and ``export()`` do)."""
+    if scrub is None:
+        return event
+    redacted = replace(
+        event,
+        before=_clean(event.before, scrub),
+        after=_clean(event.after, scrub),
+        excerpt=_clean(event.excerpt, scrub),
+        reason=_clean(event.reason, scrub) or "",
+    )
+    return event if redacted == event else redacted
 
 
 def _excerpt(text: str, wanted: frozenset[str]) -> str:

@@ -22,12 +22,13 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from memfold.context_report import FactDecision, RenderPlan, SummaryDecision
 from memfold.forgetting import held_out
 from memfold.model import Fact, MemoryDocument, Scope
+from memfold.redact import cached_scrub, redact_document
 from memfold.tokens import TokenCounter, get_counter, valid_unicode
 
 if TYPE_CHECKING:
@@ -449,9 +450,14 @@ class ContextRenderer:
         guaranteed_categories: Sequence[str] = ("correction",),
         guaranteed_budget: int = 500,
         cache_size: int = 1024,
+        scrub: Callable[[str], str] | None = None,
     ) -> None:
-        """Raises:
-        ValueError: a budget is negative or ``cache_size`` is below 1.
+        """``scrub`` (a ``Redactor``, say) is applied to every fact and summary before a
+        block is rendered, so text stored before a redaction pattern existed, or imported,
+        is redacted in the prompt too; it runs on cache misses only, memoised per text.
+
+        Raises:
+            ValueError: a budget is negative or ``cache_size`` is below 1.
         """
         if max_tokens < 0 or guaranteed_budget < 0:
             raise ValueError(
@@ -466,6 +472,7 @@ class ContextRenderer:
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[object, ...], str] = OrderedDict()
         self._lock = threading.Lock()
+        self._scrub = None if scrub is None else cached_scrub(scrub)
 
     @classmethod
     def from_config(
@@ -507,7 +514,7 @@ class ContextRenderer:
                 self._cache.move_to_end(key)
                 return found
         block = render(
-            document,
+            redact_document(document, self._scrub),  # security: redact at recall
             max_tokens=budget,
             counter=self.counter,
             guaranteed_categories=self.guaranteed_categories,
@@ -530,13 +537,14 @@ class ContextRenderer:
         today: datetime.date | None = None,
         relevance: Sequence[str] = (),
     ) -> RenderPlan:
-        """The plan behind the block :meth:`render` returns for ``document`` (not cached).
+        """The plan behind the block :meth:`render` returns for ``document`` (not cached,
+        redacted at recall the same way, what a held-out section mentions included).
 
         Raises:
             ValueError: ``max_tokens`` is negative.
         """
-        return plan(
-            document,
+        planned = plan(
+            redact_document(document, self._scrub),  # security: redact at recall
             max_tokens=self.max_tokens if max_tokens is None else max_tokens,
             counter=self.counter,
             guaranteed_categories=self.guaranteed_categories,
@@ -544,6 +552,11 @@ class ContextRenderer:
             today=today,
             relevance=relevance,
         )
+        scrub = self._scrub
+        if scrub is None or not any(s.detail for s in planned.summaries):
+            return planned
+        summaries = tuple(replace(s, detail=scrub(s.detail)) for s in planned.summaries)
+        return replace(planned, summaries=summaries)
 
     def forget_user(self, user_id: str | None) -> None:
         """Drop every cached block of ``user_id``'s scopes."""

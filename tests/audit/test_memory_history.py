@@ -269,3 +269,29 @@ def test_a_bad_history_limit_is_a_clear_error(make_mem: MakeMemory, limit: objec
     for fact_id_ in (None, "fact_x"):
         with pytest.raises(ValueError, match="limit"):
             mem.history(user_id="bob", fact_id=fact_id_, limit=limit)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("storage", ["json", "sqlite"], indirect=True)
+def test_text_stored_unredacted_is_redacted_when_history_and_reports_are_read(
+    make_mem: MakeMemory,
+) -> None:
+    """Events and facts written before a pattern existed (or by another tool) are
+    redacted at recall, like context() and export()."""
+    from memfold.model import Fact, MemoryDocument, Scope
+
+    secret = "sk-proj-" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6"
+    mem = make_mem()
+    store = mem._store  # write around Memory, as an older memfold or a script would
+    event = ChangeEvent(
+        "added", "2026-01-01T00:00:00Z", "manual", fact_id="fact_1",
+        after=f"Key is {secret}", excerpt=f"my key is {secret}",
+    )  # fmt: skip
+    doc = MemoryDocument(facts=(Fact("fact_1", f"Key is {secret}"),))
+    store.commit(Scope("eve"), doc, expected_revision=0, events=(event,))  # type: ignore[call-arg]
+    text = json.dumps([e.to_dict() for e in mem.history(user_id="eve")])
+    assert secret not in text
+    assert "Key is" in text
+    assert secret not in json.dumps(mem.explain("fact_1", user_id="eve").to_dict())
+    report = mem.explain_context(user_id="eve")
+    assert report.text == mem.context(user_id="eve")
+    assert secret not in json.dumps(report.to_dict())
