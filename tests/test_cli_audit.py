@@ -43,42 +43,72 @@ def fact_id(capsys: pytest.CaptureFixture[str], home: str, content: str) -> str:
     return next(f["id"] for f in json.loads(out) if f["content"] == content)
 
 
-def test_history_and_why_show_where_a_fact_came_from(capsys, home) -> None:
-    assert run(capsys, "--home", home, "ingest", str(EXAMPLES))[0] == 0
-    berlin = fact_id(capsys, home, "Lives in Berlin")
-    code, out, _ = run(capsys, "--home", home, "--user", "alice", "why", berlin)
+@pytest.fixture
+def moved(tmp_path: Path) -> str:
+    """alice says where she lives, then that she moved."""
+    lines = [
+        {"thread_id": "t1", "user_id": "alice", "messages": [
+            {"role": "user", "content": "Hi, I'm Alice. I live in Berlin.", "id": "m1"},
+            {"role": "assistant", "content": "Nice to meet you."}]},
+        {"thread_id": "t2", "user_id": "alice", "messages": [
+            {"role": "user", "content": "I live in Paris now.", "id": "m2"},
+            {"role": "assistant", "content": "Congratulations!"}]},
+    ]  # fmt: skip
+    path = tmp_path / "moved.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return str(path)
+
+
+def test_history_and_why_show_where_a_fact_came_from(capsys, home, moved) -> None:
+    assert run(capsys, "--home", home, "ingest", moved)[0] == 0
+    paris = fact_id(capsys, home, "Lives in Paris")
+    code, out, _ = run(capsys, "--home", home, "--user", "alice", "why", paris)
     assert code == 0
-    assert f"{berlin}: 'Lives in Berlin' (live)" in out
+    assert f"{paris}: 'Lives in Paris' (live)" in out
     assert "from: extraction/rules" in out
-    assert "the user said:" in out
-    assert "superseded: " in out  # it replaced the earlier "Based in Berlin"
-    code, out, _ = run(capsys, "--home", home, "--user", "alice", "history", berlin, "--json")
+    assert "the user said: 'I live in Paris now.'" in out
+    assert "messages: id:m2" in out
+    assert "superseded: " in out
+    assert "'Lives in Berlin'" in out
+    code, out, _ = run(capsys, "--home", home, "--user", "alice", "history", paris, "--json")
     assert code == 0
     # its own event and the one of the fact it superseded, which links to it
-    assert [e["kind"] for e in json.loads(out)] == ["added", "superseded"]
-    code, out, _ = run(capsys, "--home", home, "--user", "alice", "history", "--limit", "3")
+    events = json.loads(out)
+    assert [e["kind"] for e in events] == ["added", "superseded"]
+    assert events[1]["replacedBy"] == paris
+    code, out, _ = run(capsys, "--home", home, "--user", "alice", "history", "--limit", "2")
     assert code == 0
-    assert len(out.strip().splitlines()) == 3
+    assert len(out.strip().splitlines()) == 2
     code, _, err = run(capsys, "--home", home, "--user", "alice", "why", "fact_nope")
     assert code == 2
     assert "fact_nope" in err
 
 
-def test_facts_rm_then_context_has_no_trace_and_summary_edit_corrects(capsys, home) -> None:
+def test_facts_rm_then_context_has_no_trace_and_summary_edit_corrects(capsys, home, moved) -> None:
     """B3 through the CLI: the Personal summary no longer carries a removed fact."""
-    run(capsys, "--home", home, "ingest", str(EXAMPLES))
-    for content in ("Lives in Berlin", "Correction: I live in Berlin, not Munich"):
-        run(
-            capsys, "--home", home, "--user", "alice", "facts", "rm", fact_id(capsys, home, content)
-        )
+    run(capsys, "--home", home, "ingest", moved)
+    summary = "Name is Alice; Lives in Paris; Likes jazz"
+    run(capsys, "--home", home, "--user", "alice", "summary", "edit", "personal", summary)
+    run(
+        capsys,
+        "--home",
+        home,
+        "--user",
+        "alice",
+        "facts",
+        "rm",
+        fact_id(capsys, home, "Lives in Paris"),
+    )
     _, block, _ = run(capsys, "--home", home, "--user", "alice", "context")
-    assert "Berlin" not in block
+    assert "Paris" not in block
+    assert "- Personal: Name is Alice; Likes jazz" in block
     code, out, _ = run(
         capsys, "--home", home, "--user", "alice", "summary", "edit", "personal", "Likes hiking"
     )
     assert (code, out.strip()) == (0, "personalContext: Likes hiking")
     code, out, _ = run(capsys, "--home", home, "--user", "alice", "summary", "show", "personal")
     assert out.strip() == "personalContext (Personal): Likes hiking"
+    run(capsys, "--home", home, "--user", "alice", "summary", "edit", "work", "Data engineer")
     code, out, _ = run(capsys, "--home", home, "--user", "alice", "summary", "clear", "work")
     assert (code, out.strip()) == (0, "workContext cleared")
     _, block, _ = run(capsys, "--home", home, "--user", "alice", "context")

@@ -19,6 +19,7 @@ from memfold import _cli_commands as _audit_commands
 from memfold.config import MemoryConfig
 from memfold.conversation import capture
 from memfold.errors import MemfoldError
+from memfold.eval.command import eval_group
 from memfold.inject import SECTION_LABELS
 from memfold.memory import Memory
 from memfold.model import HISTORY_SECTIONS, USER_SECTIONS, MemoryDocument
@@ -406,6 +407,10 @@ def migrate(options: _Options, to: str, dsn: str | None, overwrite: bool) -> Non
 
 
 _audit_commands.register(cli, _Options)
+
+# --- eval ---------------------------------------------------------------------------------
+
+cli.add_command(eval_group)  # memfold eval extraction CORPUS.jsonl (memfold.eval.command)
 
 
 def main(argv: list[str] | None = None) -> None:

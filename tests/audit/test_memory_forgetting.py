@@ -55,16 +55,25 @@ def llm_reply(
     )
 
 
-def test_deleting_a_fact_removes_it_from_the_rule_built_summary(make_mem: MakeMemory) -> None:
+def clause_summary(mem: Memory, user: str, section: str = "personalContext") -> None:
+    """A summary made of the facts' own words, as memfold 0.1.0's rule extractor wrote
+    them (stored memories still hold them) and as a person may write one."""
+    clauses = [f.content for f in mem.get(user_id=user).facts]
+    mem.set_summary(section, "; ".join(clauses), user_id=user)
+
+
+def test_deleting_a_fact_removes_it_from_a_summary_built_from_facts(make_mem: MakeMemory) -> None:
     """B3: `facts rm` of "Lives in Berlin" left "Lives in Berlin" in the Personal summary."""
     mem = make_mem()
     mem.update(ALICE, thread_id="t1", user_id="alice")
-    assert "Lives in Berlin" in mem.get(user_id="alice").summary("personalContext")
+    clause_summary(mem, "alice")
+    assert "Lives in Berlin" in mem.context(user_id="alice")
     mem.delete_fact(fact_id(mem, "Lives in Berlin", user_id="alice"), user_id="alice")
     block = mem.context(user_id="alice")
     assert "Berlin" not in block
-    assert "Prefers concise answers" in block  # the rest of the summary stays
-    assert "Berlin" not in mem.get(user_id="alice").summary("personalContext")
+    summary = mem.get(user_id="alice").summary("personalContext")
+    assert summary == "Name is Alice; Prefers concise answers"  # the rest of it stays
+    assert "- Personal: Name is Alice; Prefers concise answers" in block
 
 
 def test_editing_a_fact_rewrites_its_clause_so_the_block_does_not_contradict_itself(
@@ -73,6 +82,7 @@ def test_editing_a_fact_rewrites_its_clause_so_the_block_does_not_contradict_its
     """B3: after editing "Name is Alice" the summary still said "Name is Alice"."""
     mem = make_mem()
     mem.update(ALICE, thread_id="t1", user_id="alice")
+    clause_summary(mem, "alice")
     mem.edit_fact(
         fact_id(mem, "Name is Alice", user_id="alice"), content="Name is Alice Smith",
         user_id="alice",
@@ -85,19 +95,25 @@ def test_editing_a_fact_rewrites_its_clause_so_the_block_does_not_contradict_its
 def test_an_evicted_fact_leaves_the_summary_too(make_mem: MakeMemory) -> None:
     """B3: with max_facts=10 the summary still listed an evicted "Prefers tool5 over tool105"."""
     mem = make_mem(max_facts=3)
-    for n in range(6):
+
+    def prefer(n: int) -> None:
         mem.update(
             [{"role": "user", "content": f"I prefer tool{n} over tool{n + 100}."},
              {"role": "assistant", "content": "Noted."}],
             thread_id=f"t{n}", user_id="dana",
         )  # fmt: skip
-    doc = mem.get(user_id="dana")
-    kept = {f.content for f in doc.facts}
-    assert len(kept) == 3
+
+    for n in range(3):
+        prefer(n)
+    clause_summary(mem, "dana", "workContext")
+    assert "Prefers tool0 over tool100" in mem.context(user_id="dana")
+    for n in range(3, 6):
+        prefer(n)
+    kept = {f.content for f in mem.get(user_id="dana").facts}
+    assert kept == {f"Prefers tool{n} over tool{n + 100}" for n in range(3, 6)}
     block = mem.context(user_id="dana")
-    for n in range(6):
-        content = f"Prefers tool{n} over tool{n + 100}"
-        assert (content in block) == (content in kept)
+    for n in range(3):
+        assert f"tool{n + 100}" not in block
     evicted = [e for e in mem.history(user_id="dana") if e.kind == "evicted"]
     assert len(evicted) == 3
     assert {e.actor for e in evicted} == {"system"}

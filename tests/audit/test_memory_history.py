@@ -44,9 +44,6 @@ def test_extraction_events_say_who_when_and_from_which_words(make_mem: MakeMemor
     assert added.excerpt == BERLIN[0]["content"]
     assert added.revision == mem.get(user_id="alice").revision
     assert added.at.endswith("Z")
-    summary_events = [e for e in mem.history(user_id="alice") if e.kind == "summary"]
-    assert summary_events
-    assert all(e.section for e in summary_events)
 
 
 def test_a_persons_edits_clears_and_imports_are_all_in_the_history(
