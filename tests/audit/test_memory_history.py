@@ -241,9 +241,16 @@ def test_event_keys_name_messages_without_ids_by_content_hash(make_mem: MakeMemo
         ("I work at Zalando.", "I work at Spotify now.", "Works at Zalando", "Works at Spotify"),
         ("I'm a teacher.", "I'm a nurse.", "Is a teacher", "Is a nurse"),
         ("My name is Alice.", "My name is Alicia.", "Name is Alice", "Name is Alicia"),
+        ("I love Python.", "I hate Python.", "Likes Python", "Dislikes Python"),
+        (
+            "I prefer short answers.",
+            "I prefer detailed answers.",
+            "Prefers short answers",
+            "Prefers detailed answers",
+        ),
     ],
 )
-def test_rule_slots_supersede_their_old_value(
+def test_rule_slots_and_opposite_preferences_supersede_their_old_value(
     make_mem: MakeMemory, before: str, after: str, old: str, new: str
 ) -> None:
     mem = make_mem()
