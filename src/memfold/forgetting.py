@@ -2,7 +2,8 @@
 
 When a fact is deleted, edited, evicted or superseded, its old content may still sit in
 one of the six summaries (memfold 0.1.0's rule extractor built them from fact clauses, a
-person may list facts in one, an LLM writes prose that repeats them). ``forget`` handles each summary in two steps:
+person may list facts in one, an LLM writes prose that repeats them). ``forget`` handles
+each summary in two steps:
 
 1. **Rebuild.** A clause of the summary that *is* the old fact (same ``dedup_key``) is
    dropped, or replaced by the new content for an edit or a supersession.
