@@ -51,6 +51,7 @@ def test_a_client_lists_and_calls_every_tool_over_stdio(tmp_path: Path) -> None:
                 seen["context"] = text(await c.call_tool("get_context", {}))
                 seen["forget"] = ok(await c.call_tool("forget", {"fact_id": seeded.id}))
                 seen["refused"] = error(await c.call_tool("forget", {"fact_id": seeded.id}))
+                seen["history"] = ok(await c.call_tool("history", {"fact_id": seeded.id}))
                 seen["record"] = ok(
                     await c.call_tool(
                         "record_conversation", {"thread_id": "t1", "messages": BERLIN}
@@ -69,6 +70,7 @@ def test_a_client_lists_and_calls_every_tool_over_stdio(tmp_path: Path) -> None:
     assert "Prefers tea" in seen["context"]
     assert seen["forget"] == {"forgotten": seeded.id}
     assert seeded.id in seen["refused"]
+    assert [e["kind"] for e in seen["history"]["events"]] == ["removed", "edited", "added"]
     assert seen["record"]["queued"] is True
     assert decode(seen["resource"].text)["facts"][0]["content"] == "Prefers tea"
     with Memory(home=home, queue="sqlite") as mem:  # what the child left queued, if anything

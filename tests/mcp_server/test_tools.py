@@ -352,3 +352,34 @@ def test_the_memory_may_be_given_as_a_provider(memory: Memory) -> None:
     in_process(build_server(provider, binding=ALICE), scenario)
     assert calls
     assert len(memory.get(user_id="alice", agent="coder").facts) == 1
+
+
+def test_history_tells_what_the_tools_changed_newest_first(memory: Memory) -> None:
+    memory.add_fact("Bob's own fact", user_id="bob", agent="coder")
+
+    async def scenario(client: Client) -> tuple[Any, Any, Any, str]:
+        fact = ok(await client.call_tool("remember", {"content": "Lives in Paris"}))["fact"]
+        other = ok(await client.call_tool("remember", {"content": "Plays chess"}))["fact"]
+        ok(
+            await client.call_tool(
+                "update_fact", {"fact_id": fact["id"], "content": "Lives in Lyon"}
+            )
+        )
+        ok(await client.call_tool("forget", {"fact_id": fact["id"]}))
+        every = ok(await client.call_tool("history", {}))["events"]
+        one = ok(await client.call_tool("history", {"fact_id": fact["id"]}))["events"]
+        latest = ok(await client.call_tool("history", {"limit": 1}))["events"]
+        bad = error(await client.call_tool("history", {"limit": 0}))
+        assert other["id"] in {event.get("factId") for event in every}
+        return every, one, latest, bad
+
+    every, one, latest, bad = in_process(alice(memory), scenario)
+    assert [event["kind"] for event in one] == ["removed", "edited", "added"]
+    assert {event["actor"] for event in one} == {"manual"}
+    assert one[1]["before"] == "Lives in Paris"
+    assert one[1]["after"] == "Lives in Lyon"
+    assert len(every) == 4
+    assert "Bob's own fact" not in str(every)
+    assert latest == every[:1]
+    assert "limit" in bad
+    assert [e.to_dict() for e in memory.history(user_id="alice", agent="coder")] == every

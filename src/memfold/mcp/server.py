@@ -36,6 +36,7 @@ TOOL_NAMES = (
     "list_facts",
     "update_fact",
     "forget",
+    "history",
     "record_conversation",
 )
 
@@ -44,8 +45,9 @@ INSTRUCTIONS = (
     "conversation and put what it returns in mind; recall searches the memory for a topic. "
     "When the user tells you something worth keeping (a preference, a correction, a fact "
     "about them or their work), call remember; when they correct or retract something, "
-    "update_fact or forget it (list_facts gives the ids). record_conversation hands a "
-    "finished exchange to memfold, which learns from it in the background."
+    "update_fact or forget it (list_facts gives the ids; history tells what changed and "
+    "why). record_conversation hands a finished exchange to memfold, which learns from it "
+    "in the background."
 )
 
 MemoryProvider = Callable[[], Memory]
@@ -227,6 +229,22 @@ def build_server(
         with _tool_errors():
             get_memory().delete_fact(fact_id, **scope(ctx))
         return {"forgotten": fact_id}
+
+    @server.tool(annotations=_READ, structured_output=True)
+    def history(
+        ctx: Context[Any, Any],
+        limit: Annotated[int | None, Field(description="At most this many (default 100).")] = None,
+        fact_id: Annotated[
+            str | None, Field(description="Only this fact's events (also once it is gone).")
+        ] = None,
+    ) -> dict[str, Any]:
+        """What changed in the user's memory, newest first: facts added, edited, superseded,
+        removed or evicted, summaries rewritten, memory cleared or imported, with when, by
+        whom (extraction, manual, import, system) and why."""
+        options: dict[str, Any] = {} if limit is None else {"limit": limit}
+        with _tool_errors():
+            events = get_memory().history(fact_id=fact_id, **options, **scope(ctx))
+        return {"events": [event.to_dict() for event in events]}
 
     @server.tool(annotations=_ADD, structured_output=True)
     def record_conversation(
