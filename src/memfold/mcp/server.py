@@ -140,6 +140,8 @@ def build_server(
         name,
         version=__version__,
         instructions=INSTRUCTIONS,
+        # the SDK configures root logging when nothing has: keep Python's default level
+        log_level="WARNING",
         # ids are not file paths: the stores encode them safely, the facade validates them
         resource_security=ResourceSecurity(exempt_params=frozenset({"user_id", "agent"})),
     )
