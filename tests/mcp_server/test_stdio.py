@@ -174,3 +174,13 @@ def test_without_the_sdk_the_command_names_the_extra_to_install(tmp_path: Path) 
     assert done.returncode == 2
     assert "pip install 'memfold[mcp]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_bad_user_id_stops_the_server_at_start_with_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        mcp_command(tmp_path / "home", "--user", ""), capture_output=True, text=True,
+        timeout=60, check=False, env=child_env(), stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "user_id must not be empty" in done.stderr
+    assert "Traceback" not in done.stderr

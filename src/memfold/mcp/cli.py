@@ -59,5 +59,11 @@ def mcp_command(ctx: click.Context) -> None:
         options.agent if options.agent is not None else config.mcp.agent,
     )
     # workers run: conversations handed over are learnt while the session goes on
-    if not serve_stdio(Memory(config), binding):
+    memory = Memory(config)
+    try:  # bad ids or an unreadable store stop the server now, in one line on stderr
+        memory.get(user_id=binding.user_id, agent=binding.agent)
+    except BaseException:
+        memory.close()
+        raise
+    if not serve_stdio(memory, binding):
         sys.exit(1)
