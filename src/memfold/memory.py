@@ -30,6 +30,7 @@ from memfold.model import (
     Scope,
     document_from_dict,
     document_to_dict,
+    validate_id,
 )
 from memfold.queue.base import Job, JobKey, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
@@ -60,7 +61,7 @@ class Memory:
         /,
         *,
         store: MemoryStore | None = None,
-        extractor: Extractor | None = None,
+        extractor: Extractor | str | None = None,
         chat_model: Any = None,
         clock: Clock | None = None,
         now: Callable[[], datetime] | None = None,
@@ -70,12 +71,18 @@ class Memory:
         """Build from a config (or keyword overrides of it, e.g. ``home=...``).
 
         ``store``, ``extractor`` and ``chat_model`` replace what the config would build
-        (tests pass ``memfold.testing`` fakes). ``start_workers=False`` runs queued
-        updates only on ``flush()`` (deterministic tests, scripts).
+        (tests pass ``memfold.testing`` fakes). ``extractor`` may also be the name of
+        the ``extractor`` setting (``"auto"``, ``"llm"``, ``"rules"``).
+        ``start_workers=False`` runs queued updates only on ``flush()`` (deterministic
+        tests, scripts).
 
         Raises:
             ConfigError: a setting is invalid or names a missing optional dependency.
+            TypeError: ``store`` or ``extractor`` is neither ``None`` nor a store/extractor.
         """
+        if isinstance(extractor, str):  # the config key of the same name, not an object
+            overrides["extractor"], extractor = extractor, None
+        _check_parts(store, extractor)
         if config is None:
             config = MemoryConfig.build(**overrides)
         elif overrides:
@@ -146,7 +153,12 @@ class Memory:
         Returns False when nothing was queued (no user + assistant exchange left after
         filtering, the queue refused a new key under backpressure, or this ``Memory`` is
         closed).
+
+        Raises:
+            TypeError, ValueError: an id or a message is invalid (nothing is queued).
         """
+        scope = _scope(user_id, agent)
+        key: JobKey = (_thread(thread_id), scope.user_id, scope.agent)
         kept = capture(messages)
         if not has_minimum_dialogue(kept):
             return False
@@ -158,7 +170,7 @@ class Memory:
             # memory must never break an agent's turn: a record racing shutdown is refused
             logger.warning("record for thread %r refused: this Memory is closed", thread_id)
             return False
-        return self._get_queue().add((thread_id, user_id, agent), kept, detect(kept), urgent=urgent)
+        return self._get_queue().add(key, kept, detect(kept), urgent=urgent)
 
     async def arecord(
         self,
@@ -247,8 +259,10 @@ class Memory:
         Raises:
             ExtractionError: the extractor's output was unusable.
             StorageError: the store failed (stored memory intact).
+            TypeError, ValueError: an id or a message is invalid.
         """
-        scope = Scope(user_id, agent)
+        _thread(thread_id)
+        scope = _scope(user_id, agent)
         kept = capture(messages)  # the updater redacts them before extraction
         if not has_minimum_dialogue(kept):
             doc = self._store.load(scope)
@@ -261,7 +275,7 @@ class Memory:
 
     def get(self, *, user_id: str | None = None, agent: str | None = None) -> MemoryDocument:
         """The scope's document (immutable; empty when nothing is stored)."""
-        return self._store.load(Scope(user_id, agent))
+        return self._store.load(_scope(user_id, agent))
 
     def context(
         self,
@@ -275,7 +289,7 @@ class Memory:
 
         It never exceeds ``max_tokens`` (default ``max_injection_tokens``), wrapper included.
         """
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         if today is None and self.config.include_date:
             today = self._now().date()
         return self._renderer.render(
@@ -315,7 +329,7 @@ class Memory:
             DuplicateFactError: the same content is already stored.
             ValueError: empty content or a confidence outside [0, 1].
         """
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         content = self._redact_fact(content)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
@@ -343,7 +357,7 @@ class Memory:
             FactNotFoundError: no such fact in the scope.
             DuplicateFactError: the new content duplicates another fact.
         """
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         content = self._redact_fact(content)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
@@ -358,7 +372,7 @@ class Memory:
         self, fact_id: str, /, *, user_id: str | None = None, agent: str | None = None
     ) -> None:
         """Delete a fact. Raises ``FactNotFoundError`` when it does not exist."""
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         self._edit(scope, lambda doc: (edits.delete_fact(doc, fact_id, scope=scope), None))
 
     def clear(self, *, user_id: str | None = None, agent: str | None = None) -> None:
@@ -367,7 +381,7 @@ class Memory:
         Updates waiting in the queue are dropped and one already running is discarded;
         their turns are marked seen, so a thread that goes on is not re-learned from them.
         """
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         queue = self._queue
         dropped = () if queue is None else queue.discard(scope)
         # A job a worker has taken may not have loaded the document yet, so the generation
@@ -405,7 +419,7 @@ class Memory:
             )
             return merged, merged
 
-        self._edit(Scope(user_id, agent), change)
+        self._edit(_scope(user_id, agent), change)
         return self.get(user_id=user_id, agent=agent)
 
     def _redact_fact(self, content: object) -> Any:
@@ -468,6 +482,38 @@ class Memory:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _check_parts(store: object, extractor: object) -> None:
+    if store is not None and not isinstance(store, MemoryStore):
+        hint = f"; for a built-in store pass storage={store!r}" if isinstance(store, str) else ""
+        raise TypeError(
+            f"store must be a MemoryStore (load, commit, clear, scopes, close), got "
+            f"{type(store).__name__}{hint}"
+        )
+    if extractor is not None and not isinstance(extractor, Extractor):
+        raise TypeError(
+            f"extractor must be an Extractor (a name and propose()) or one of 'auto', 'llm', "
+            f"'rules', got {type(extractor).__name__}"
+        )
+
+
+def _scope(user_id: object, agent: object) -> Scope:
+    """The scope of a public call, its ids checked where they enter.
+
+    Raises:
+        TypeError, ValueError: naming the id that cannot name a memory.
+    """
+    if user_id is not None:
+        validate_id(user_id, "user_id", optional=True)
+    if agent is not None:
+        validate_id(agent, "agent", optional=True)
+    return Scope(user_id, agent)  # type: ignore[arg-type]
+
+
+def _thread(thread_id: object) -> str:
+    """Raises TypeError, ValueError: ``thread_id`` cannot name a conversation."""
+    return validate_id(thread_id, "thread_id")
 
 
 def _make_extractor(config: MemoryConfig, chat_model: Any) -> Extractor:

@@ -28,15 +28,14 @@ supply connections, transactions, the placeholder and the DDL.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from memfold.errors import ConflictError, CorruptMemoryError, StorageError
-from memfold.model import DocumentError, MemoryDocument, Scope, document_from_dict, document_to_dict
+from memfold.model import DocumentError, MemoryDocument, Scope, document_from_dict
 from memfold.store._ids import validate_id
-from memfold.store.base import check_commit_args, loads_strict_json
+from memfold.store.base import check_commit_args, encode_document, loads_strict_json
 
 __all__ = [
     "DOCUMENTS_TABLE",
@@ -217,18 +216,6 @@ class BaseSqlStore:
         row = self._select(conn, keys, lock=False)
         return 0 if row is None else int(row[0])
 
-    @staticmethod
-    def _dump(scope: Scope, document: MemoryDocument) -> str:
-        try:
-            return json.dumps(
-                document_to_dict(document),
-                ensure_ascii=False,
-                separators=(",", ":"),
-                allow_nan=False,
-            )
-        except (TypeError, ValueError) as exc:
-            raise StorageError(f"cannot serialise the memory of {scope}: {exc}") from exc
-
     def _write(
         self,
         conn: Any,
@@ -239,7 +226,7 @@ class BaseSqlStore:
         previous: int | None,
     ) -> None:
         """Insert (``previous`` None) or compare-and-set update the row to ``stored``."""
-        text = self._dump(scope, stored)
+        text = encode_document(scope, stored)
         if previous is None:
             cursor = self._run(
                 conn,
@@ -291,6 +278,7 @@ class BaseSqlStore:
 
         Raises:
             ConflictError: the stored revision differs; nothing was written.
+            InvalidDocumentError: ``document`` would not load back; nothing was written.
             CorruptMemoryError: the stored row does not parse; nothing was written.
             StorageError: the write failed; the previous version is intact.
             TypeError, ValueError: bad arguments or ids.

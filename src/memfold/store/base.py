@@ -6,9 +6,16 @@ import json
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
-from memfold.model import MemoryDocument, Scope
+from memfold.errors import InvalidDocumentError
+from memfold.model import (
+    DocumentError,
+    MemoryDocument,
+    Scope,
+    document_from_dict,
+    document_to_dict,
+)
 
-__all__ = ["MemoryStore"]
+__all__ = ["MemoryStore", "check_commit_args", "encode_document", "loads_strict_json"]
 
 
 @runtime_checkable
@@ -37,6 +44,7 @@ class MemoryStore(Protocol):
 
         Raises:
             ConflictError: the stored revision differs (nothing was written).
+            InvalidDocumentError: ``document`` would not load back; nothing was written.
             CorruptMemoryError: the stored data cannot be parsed (nothing was written).
             StorageError: the write failed; the previous version is intact.
         """
@@ -90,3 +98,31 @@ def loads_strict_json(raw: str | bytes) -> Any:
         RecursionError: it is nested too deeply.
     """
     return json.loads(raw, parse_constant=_reject_constant)
+
+
+def encode_document(scope: Scope, document: MemoryDocument) -> str:
+    """``document`` as the compact JSON text every store writes, checked to load back.
+
+    A store writes only what its ``load`` can read again: a document that would not (a
+    fact ``source`` that is not a string, NaN, a value nested too deeply) is refused here,
+    before anything is written, instead of making the scope unreadable afterwards.
+
+    Raises:
+        InvalidDocumentError: naming the field that would not load back.
+    """
+    try:
+        text = json.dumps(
+            document_to_dict(document),
+            ensure_ascii=False,
+            separators=(",", ":"),
+            allow_nan=False,
+        )
+        document_from_dict(loads_strict_json(text))
+        text.encode("utf-8")  # lone surrogates cannot be written to a file or a row
+    except DocumentError as exc:
+        raise InvalidDocumentError(scope, str(exc)) from exc
+    except (TypeError, ValueError) as exc:  # not JSON: sets, objects, NaN, bad Unicode
+        raise InvalidDocumentError(scope, f"not storable as JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise InvalidDocumentError(scope, "a value is nested too deeply") from exc
+    return text

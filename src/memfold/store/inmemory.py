@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from memfold.errors import ConflictError
 from memfold.model import MemoryDocument, Scope
 from memfold.store._ids import validate_id
-from memfold.store.base import check_commit_args
+from memfold.store.base import check_commit_args, encode_document
 
 __all__ = ["InMemoryStore"]
 
@@ -52,9 +52,11 @@ class InMemoryStore:
 
         Raises:
             ConflictError: the stored revision differs; nothing was stored.
+            InvalidDocumentError: the document would not load back; nothing was stored.
             TypeError, ValueError: bad arguments or ids.
         """
         check_commit_args(document, expected_revision)
+        encode_document(scope, document)  # refuse what a durable store could not load back
         with self._lock:
             current = self._documents.get(_checked(scope), _EMPTY)
             if current.revision != expected_revision:

@@ -39,10 +39,9 @@ from memfold.model import (
     MemoryDocument,
     Scope,
     document_from_dict,
-    document_to_dict,
 )
 from memfold.store._ids import DEFAULT_USER_DIR, encode_id
-from memfold.store.base import check_commit_args, loads_strict_json
+from memfold.store.base import check_commit_args, encode_document, loads_strict_json
 
 __all__ = ["JsonFileStore"]
 
@@ -193,6 +192,7 @@ class JsonFileStore:
 
         Raises:
             ConflictError: the stored revision differs; nothing was written.
+            InvalidDocumentError: ``document`` would not load back; nothing was written.
             CorruptMemoryError: the stored file does not parse; nothing was written.
             StorageError: the write failed; the previous file is intact.
             TypeError, ValueError: bad arguments or ids.
@@ -368,15 +368,7 @@ class JsonFileStore:
             _fsync_dir(path.parent)
 
     def _write(self, scope: Scope, folder: Path, path: Path, document: MemoryDocument) -> None:
-        try:
-            data = json.dumps(
-                document_to_dict(document),
-                ensure_ascii=False,
-                separators=(",", ":"),
-                allow_nan=False,
-            ).encode("utf-8")
-        except (TypeError, ValueError) as exc:
-            raise StorageError(f"cannot serialise the memory of {scope}: {exc}") from exc
+        data = encode_document(scope, document).encode("utf-8")
         if not (folder / SCOPE_FILE).is_file():
             ids = {"userId": scope.user_id, "agent": scope.agent}
             self._replace(folder, folder / SCOPE_FILE, json.dumps(ids).encode("utf-8"))
