@@ -8,10 +8,11 @@ length, not its square. A watermark advances only after a successful commit.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from memfold.model import MAX_WATERMARKS, MemoryDocument, Message, Watermark, message_key
 
-__all__ = ["advance", "merge_messages", "new_messages", "watermark_key"]
+__all__ = ["advance", "merge_messages", "merge_record", "new_messages", "watermark_key"]
 
 #: Joins the last message's key and its predecessor's in a watermark of messages without
 #: ids (content keys are ``role:hex``, so the first ``|`` is the separator).
@@ -89,19 +90,49 @@ def advance(
 
 
 def merge_messages(older: Sequence[Message], newer: Sequence[Message]) -> tuple[Message, ...]:
-    """Both snapshots of one thread merged in order, each message once (by ``message_key``).
+    """Both snapshots of one thread merged in order, each message once.
 
-    Used when an urgent record (messages about to be summarised away) meets a pending one:
-    neither list may lose what only it holds. ``newer`` decides the order of shared messages;
-    messages only in ``older`` stay where they were relative to the shared ones.
+    Used whenever a record meets a pending one (see :func:`merge_record`): neither list
+    may lose what only it holds. ``newer`` decides the order of shared messages; messages
+    only in ``older`` stay where they were relative to the shared ones. A message with an
+    id is identified by it; one without by role + content *and* the message before it, so
+    a reply repeated word for word ("Noted.") after another question is a new message,
+    not the old one (a list's first message matches whatever came before it). Linear in
+    the two lengths, however often a message repeats.
     """
-    newer_index: dict[str, int] = {}
-    for index, message in enumerate(newer):
-        newer_index.setdefault(message_key(message), index)
+    keys = [message_key(m) for m in newer]
+    by_key: dict[str, list[int]] = {}
+    by_pair: dict[tuple[str, str | None], list[int]] = {}
+    for index, (message, key) in enumerate(zip(newer, keys, strict=True)):
+        by_key.setdefault(key, []).append(index)
+        if not message.id:
+            by_pair.setdefault((key, keys[index - 1] if index else None), []).append(index)
+    cursors: dict[object, int] = {}
+
+    def next_match(table: dict[Any, list[int]], ident: object, start: int) -> int | None:
+        """The first unused position of ``ident`` at or after ``start``; -1 when all of its
+        positions lie before ``start`` (already in the result); None when it has none."""
+        found = table.get(ident)
+        if not found:
+            return None
+        cursor = cursors.get((id(table), ident), 0)
+        while cursor < len(found) and found[cursor] < start:
+            cursor += 1
+        cursors[(id(table), ident)] = cursor + 1
+        return found[cursor] if cursor < len(found) else -1
+
     merged: list[Message] = []
     next_newer = 0
+    previous: str | None = None
     for message in older:
-        anchor = newer_index.get(message_key(message))
+        key = message_key(message)
+        if message.id or previous is None:
+            anchor = next_match(by_key, key, next_newer)
+        else:
+            anchor = next_match(by_pair, (key, previous), next_newer)
+            if anchor is None:  # newer starts with it: its predecessor is unknown there
+                anchor = 0 if keys and keys[0] == key and next_newer == 0 else None
+        previous = key
         if anchor is None:
             merged.append(message)
         elif anchor >= next_newer:
@@ -109,3 +140,17 @@ def merge_messages(older: Sequence[Message], newer: Sequence[Message]) -> tuple[
             next_newer = anchor + 1
     merged.extend(newer[next_newer:])
     return tuple(merged)
+
+
+def merge_record(pending: Sequence[Message], record: Sequence[Message]) -> tuple[Message, ...]:
+    """What a key holds after a new ``record`` meets its ``pending`` messages.
+
+    A record that repeats the pending messages (the whole thread so far plus new turns:
+    the usual case) is the latest snapshot and wins as it is. A record that does not
+    contain them (a caller passing only the newest exchange, a sliding window) is merged:
+    the ordered union of both, each message once, so nothing pending is lost.
+    """
+    size = len(pending)
+    if len(record) >= size and tuple(record[:size]) == tuple(pending):
+        return tuple(record)  # the common case, without hashing any message
+    return merge_messages(pending, record)

@@ -623,7 +623,30 @@ def test_replacing_a_hot_key_keeps_the_timer_heap_bounded() -> None:
     assert len(queue._heap) <= 2 * 1 + 64 + 1  # private: the bound under test
     clock.advance(30)
     assert queue.run_due() == 1
-    assert texts(rec.jobs[0]) == ["a", "b4999"]
+    # each record held a turn the pending ones lacked, so all of them are kept, in order
+    assert texts(rec.jobs[0]) == ["a", *(f"b{i}" for i in range(5000))]
+
+
+def test_a_record_repeating_the_thread_replaces_the_pending_messages() -> None:
+    queue, rec, clock = make()
+    queue.add(A, msgs("a", "b"))
+    queue.add(A, msgs("a", "b", "c", "d"))
+    queue.add(A, msgs("a", "b", "c", "d", "e", "f"))
+    clock.advance(30)
+    assert queue.run_due() == 1
+    assert texts(rec.jobs[0]) == ["a", "b", "c", "d", "e", "f"]
+
+
+def test_records_of_only_the_newest_turn_are_merged_not_replaced() -> None:
+    """D5: a caller passing each exchange on its own used to keep only the last one."""
+    queue, rec, clock = make()
+    for k in range(10):
+        queue.add(A, (Message("user", f"fact {k}"), Message("assistant", "ok")))
+    clock.advance(30)
+    assert queue.run_due() == 1
+    assert [m.content for m in rec.jobs[0].messages] == [
+        text for k in range(10) for text in (f"fact {k}", "ok")
+    ]
 
 
 @pytest.mark.parametrize(

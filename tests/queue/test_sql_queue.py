@@ -161,7 +161,18 @@ def test_busy_key_still_runs_within_max_wait(make_queue: Maker) -> None:
     clock.advance(0.1)
     assert queue.run_due() == 1
     assert rec.times == [1025.0]
-    assert texts(rec.jobs[0]) == ["u", "v3"]
+    assert texts(rec.jobs[0]) == ["u", "v0", "v1", "v2", "v3"]  # each record held a new turn
+
+
+def test_records_of_only_the_newest_turn_are_merged_not_replaced(make_queue: Maker) -> None:
+    """D5 on the durable queues: every exchange recorded on its own is kept."""
+    queue, rec, clock = setup(make_queue, debounce_seconds=10, max_wait_seconds=25)
+    for k in range(5):
+        queue.add(A, (Message("user", f"fact {k}"), Message("assistant", "ok")))
+    queue.add(A, (Message("user", "fact 4"), Message("assistant", "ok")))  # a repeat
+    clock.advance(10)
+    assert queue.run_due() == 1
+    assert texts(rec.jobs[0]) == [text for k in range(5) for text in (f"fact {k}", "ok")]
 
 
 def test_urgent_add_is_due_at_once_and_keeps_pending_messages(make_queue: Maker) -> None:

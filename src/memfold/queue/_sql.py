@@ -1,7 +1,8 @@
 """Shared mechanics of the durable queues (``queue: sqlite`` and ``queue: postgres``).
 
 One row per key in ``memfold_jobs`` holds the key's latest payload. ``add`` upserts it:
-the payload is replaced (an urgent record merges messages), signals are OR-merged, the
+the messages are combined by ``merge_record`` (a record repeating the thread replaces
+them, one holding only new turns is merged in), signals are OR-merged, the
 due time is reset to ``min(now + debounce, first_added_at + max_wait)`` and ``version``
 is bumped. Every replica runs the same workers: a worker *claims* a due row by writing a
 lease (owner token + expiry), runs the job with no transaction open, then deletes the row
@@ -37,7 +38,7 @@ from memfold.queue._payload import Payload, decode_payload, encode_payload, key_
 from memfold.queue._sql_worker import Cursor, SqlWorker, Tx, claimed_version
 from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key
 from memfold.queue.clock import Clock
-from memfold.watermark import merge_messages
+from memfold.watermark import merge_record
 
 __all__ = ["SCHEMA_VERSION", "Cursor", "SqlQueue", "Tx", "WallClock", "install_schema"]
 
@@ -280,9 +281,10 @@ class SqlQueue(SqlWorker):
             # if the row had been taken out of the queue (a failure merges back what it had).
             payload, first_added = batch, now
         else:
-            merge = batch.urgent or old.urgent
-            messages = merge_messages(old.messages, batch.messages) if merge else batch.messages
-            payload = Payload(messages, old.signals.merge(batch.signals), merge)
+            messages = merge_record(old.messages, batch.messages)
+            payload = Payload(
+                messages, old.signals.merge(batch.signals), batch.urgent or old.urgent
+            )
         if payload.urgent or flushing:
             return payload, first_added, now
         due = min(now + self._debounce, first_added + self._max_wait)

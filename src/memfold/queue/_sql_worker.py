@@ -28,7 +28,7 @@ from memfold.queue._common import (
 )
 from memfold.queue._payload import Payload, decode_payload, encode_payload
 from memfold.queue.base import Job, JobKey, describe_key
-from memfold.watermark import merge_messages
+from memfold.watermark import merge_record
 
 __all__ = ["Claim", "Cursor", "SqlWorker", "Tx", "claimed_version"]
 
@@ -253,9 +253,7 @@ class SqlWorker(QueueCore):
             if row is not None and int(row[1]) != claim.version:
                 outcome = "superseded"
                 newer = decode_payload(row[0])
-                messages = newer.messages
-                if job.urgent:
-                    messages = merge_messages(job.messages, newer.messages)
+                messages = merge_record(job.messages, newer.messages)
                 merged = Payload(
                     messages, newer.signals.merge(job.signals), newer.urgent or job.urgent
                 )

@@ -31,7 +31,7 @@ from memfold.queue._common import (
 )
 from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key
 from memfold.queue.clock import Clock, SystemClock
-from memfold.watermark import merge_messages
+from memfold.watermark import merge_record
 
 __all__ = ["InProcessQueue"]
 
@@ -177,9 +177,11 @@ class InProcessQueue(QueueCore):
     ) -> bool:
         """Enqueue a thread's latest messages; never blocks on work, never raises on load.
 
-        A pending item for the same key is replaced (latest messages win) and its signals
-        are OR-merged. ``urgent`` makes the key due at once and merges rather than replaces,
-        so neither the messages about to be summarised away nor newer pending ones are lost.
+        A record for a key already pending is combined with it by
+        :func:`~memfold.watermark.merge_record`: one that repeats the pending messages (the
+        whole thread) replaces them, one that does not (only the newest turn) is merged in
+        order, so no pending message is lost; signals are OR-merged. ``urgent`` makes the
+        key due at once (messages about to be summarised away).
         Returns False when refused: a new key beyond ``max_pending``, or the queue is closed.
         """
         batch = tuple(messages)
@@ -203,10 +205,9 @@ class InProcessQueue(QueueCore):
                         item = _Pending(batch, signals, first_added=now, urgent=urgent)
                         self._pending[key] = item
                     else:
-                        merge = urgent or item.urgent
-                        item.messages = merge_messages(item.messages, batch) if merge else batch
+                        item.messages = merge_record(item.messages, batch)
                         item.signals = item.signals.merge(signals)
-                        item.urgent = merge
+                        item.urgent = urgent or item.urgent
                         item.attempt = 1
                     if item.urgent or self._flushing:
                         due = now
@@ -286,14 +287,13 @@ class InProcessQueue(QueueCore):
         delay = 0.0 if self._flushing else self._backoff * 2 ** (job.attempt - 1)
         newer = self._pending.get(job.key)
         if newer is not None:
-            # A record arrived during the attempt: it holds the thread's latest messages,
-            # so it replaces the retry, keeping what the failed job signalled and its age.
+            # A record arrived during the attempt: it takes over the retry, keeping what
+            # the failed job held (merged like any record), signalled, and its age.
             newer.signals = newer.signals.merge(job.signals)
             newer.first_added = min(newer.first_added, job.enqueued_at)
             newer.not_before = max(newer.not_before, now + delay)
-            if job.urgent:
-                newer.messages = merge_messages(job.messages, newer.messages)
-                newer.urgent = True
+            newer.messages = merge_record(job.messages, newer.messages)
+            newer.urgent = newer.urgent or job.urgent
             target = now if newer.urgent else min(newer.due, newer.first_added + self._max_wait)
             self._schedule_locked(job.key, newer, max(target, newer.not_before))
             return "superseded", delay
