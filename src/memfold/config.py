@@ -80,6 +80,17 @@ class MemoryConfig(BaseModel):
     #: Extra YAML pattern files for the offline rule extractor.
     rule_pattern_files: tuple[Path, ...] = ()
 
+    # --- reliability (issue 10) ---------------------------------------------------------
+    #: Largest extraction request (prompt tokens); longer runs of new turns are chunked.
+    #: The default fits a 32k-context model with 8k left for the reply.
+    max_extraction_input_tokens: int = Field(default=24_000, ge=1_000, le=2_000_000)
+    #: Pending turns the in-process and durable queues hold at most (UTF-8 bytes).
+    max_pending_bytes: int = Field(default=256 * 1024 * 1024, ge=1024, le=2**40)
+    #: Racing commits of one scope are retried for this long before a ConflictError.
+    conflict_timeout_seconds: float = Field(default=10.0, ge=0.0, le=600.0)
+    #: How long a PostgreSQL store or queue call waits for a connection before failing.
+    connect_timeout_seconds: float = Field(default=2.0, gt=0.0, le=300.0)
+
     @field_validator("storage", "queue")
     @classmethod
     def _known_backend(cls, value: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import logging
 import os
 import threading
@@ -18,6 +19,7 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from memfold import edits
+from memfold._fence import clear_stamp
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
 from memfold.errors import MemfoldError
@@ -39,7 +41,7 @@ from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
 from memfold.tokens import get_counter
-from memfold.updater import Updater, UpdateResult, retry_on_conflict
+from memfold.updater import Updater, UpdateResult
 
 __all__ = ["Memory"]
 
@@ -110,7 +112,10 @@ class Memory:
             confidence_threshold=config.fact_confidence_threshold,
             now=self._now,
             redactor=self._redactor,  # security: redacts turns and new/changed items
+            max_input_tokens=config.max_extraction_input_tokens,
+            conflict_timeout=config.conflict_timeout_seconds,
         )
+        self._clear_takes_stamp = _takes_keyword(self._store.clear, "cleared_at")
         self._queue: UpdateQueue | None = None
         self._lock = threading.Lock()
         self._usage = Usage()
@@ -170,7 +175,9 @@ class Memory:
             # memory must never break an agent's turn: a record racing shutdown is refused
             logger.warning("record for thread %r refused: this Memory is closed", thread_id)
             return False
-        return self._get_queue().add(key, kept, detect(kept), urgent=urgent)
+        return self._get_queue().add(
+            key, kept, detect(kept), urgent=urgent, recorded_at=self._now().timestamp()
+        )
 
     async def arecord(
         self,
@@ -232,7 +239,7 @@ class Memory:
         mark = (job.key, job.enqueued_at)
         result = self._updater.run(
             job.scope, job.thread_id, job.messages, job.signals,
-            fenced=lambda: mark in self._fenced,
+            fenced=lambda: mark in self._fenced, recorded_at=job.recorded_at, marks=job.marks,
         )  # fmt: skip
         with self._lock:
             self._fenced.discard(mark)
@@ -267,7 +274,9 @@ class Memory:
         if not has_minimum_dialogue(kept):
             doc = self._store.load(scope)
             return UpdateResult(scope, thread_id, doc.revision, False, skipped="no dialogue")
-        result = self._updater.run(scope, thread_id, kept, detect(kept))
+        result = self._updater.run(
+            scope, thread_id, kept, detect(kept), recorded_at=self._now().timestamp()
+        )
         self._add_usage(result.usage)
         return result
 
@@ -390,12 +399,18 @@ class Memory:
         if running is not None:
             with self._lock:
                 self._fenced.update((job.key, job.enqueued_at) for job in running(scope))
-        self._store.clear(scope)
+        # The stamp fences, in every process and replica, jobs holding turns recorded
+        # before it: the ones in flight and those in other processes' in-memory queues.
+        stamp = clear_stamp(self._now())
+        if self._clear_takes_stamp:
+            self._store.clear(scope, cleared_at=stamp)
+        else:  # a third-party store without the stamp: only this process is fenced
+            self._store.clear(scope)
         for job in dropped:
             # the watermark is computed on redacted turns, as the updater sees them
             seen = redact_messages(job.messages, self._redactor)
-            retry_on_conflict(
-                functools.partial(self._updater.mark_seen, scope, job.thread_id, seen)
+            self._updater.retry(
+                scope, functools.partial(self._updater.mark_seen, scope, job.thread_id, seen)
             )
 
     def import_document(
@@ -415,7 +430,10 @@ class Memory:
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, MemoryDocument]:
             merged = incoming.with_changes(
-                revision=doc.revision, generation=doc.generation + 1, watermarks={}
+                revision=doc.revision,
+                generation=doc.generation + 1,
+                watermarks={},
+                cleared_at=clear_stamp(self._now()),  # fences updates like a clear
             )
             return merged, merged
 
@@ -445,7 +463,7 @@ class Memory:
             self._store.commit(scope, new_doc, expected_revision=doc.revision)
             return value
 
-        return retry_on_conflict(attempt)
+        return self._updater.retry(scope, attempt)
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -482,6 +500,14 @@ class Memory:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _takes_keyword(function: Callable[..., object], name: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
 
 
 def _check_parts(store: object, extractor: object) -> None:

@@ -36,7 +36,7 @@ from memfold.model import Message, Scope, Signals
 from memfold.queue._common import WARN_INTERVAL_SECONDS, RateLimitedWarning, warn_refused
 from memfold.queue._payload import Payload, decode_payload, encode_payload, key_hash, scope_hash
 from memfold.queue._sql_worker import Cursor, SqlWorker, Tx, claimed_version
-from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key
+from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key, earliest
 from memfold.queue.clock import Clock
 from memfold.watermark import merge_record
 
@@ -183,11 +183,12 @@ class SqlQueue(SqlWorker):
         signals: Signals = NO_SIGNALS,
         *,
         urgent: bool = False,
+        recorded_at: float | None = None,
     ) -> bool:
         """Upsert the key's row (see the module docstring); never raises. Returns False when
         refused: a new key beyond ``max_pending``, the queue is closed, or the database
         failed (logged)."""
-        batch = Payload(tuple(messages), signals, urgent)
+        batch = Payload(tuple(messages), signals, urgent, recorded_at)
         with self._cond:
             closed = self._closed
             flushing = self._flushing > 0
@@ -281,9 +282,11 @@ class SqlQueue(SqlWorker):
             # if the row had been taken out of the queue (a failure merges back what it had).
             payload, first_added = batch, now
         else:
-            messages = merge_record(old.messages, batch.messages)
             payload = Payload(
-                messages, old.signals.merge(batch.signals), batch.urgent or old.urgent
+                merge_record(old.messages, batch.messages),
+                old.signals.merge(batch.signals),
+                batch.urgent or old.urgent,
+                earliest(old.recorded_at, batch.recorded_at),
             )
         if payload.urgent or flushing:
             return payload, first_added, now
@@ -337,24 +340,37 @@ class SqlQueue(SqlWorker):
     # --- introspection ----------------------------------------------------------------
 
     def discard(self, scope: Scope) -> tuple[Job, ...]:
-        """Delete the scope's queued rows that no worker holds a live lease on (a running
-        job is fenced by the updater) and return their jobs."""
+        """Remove what the scope's rows hold, in every replica, and return it as jobs.
+
+        A waiting row is deleted. A row a worker holds a live lease on keeps that lease
+        (its running job is fenced by the clear's time); records that arrived while it ran
+        are taken out of it too, leaving it empty, so none of them runs after the clear.
+        """
         shash = scope_hash(("", scope.user_id, scope.agent))
         jobs: list[Job] = []
         with self._transaction() as tx:
             now = self._clock.now()
             rows = tx.execute(
-                "SELECT key_hash, thread_id, user_id, agent, payload FROM memfold_jobs "  # noqa: S608 - only module constants are interpolated
-                "WHERE scope_hash = ? AND (lease_expires_at IS NULL OR lease_expires_at < ?)"
-                f"{self.for_update}",
-                (shash, now),
+                "SELECT key_hash, thread_id, user_id, agent, payload, version, lease_owner, "  # noqa: S608 - only module constants are interpolated
+                f"lease_expires_at FROM memfold_jobs WHERE scope_hash = ?{self.for_update}",
+                (shash,),
             ).fetchall()
-            for khash, thread_id, user_id, agent, payload in rows:
-                tx.execute("DELETE FROM memfold_jobs WHERE key_hash = ?", (khash,))
+            for khash, thread_id, user_id, agent, payload, version, owner, expires in rows:
+                leased = expires is not None and float(expires) >= now
+                if leased and claimed_version(owner) in (None, int(version)):
+                    continue  # holds only the running job's own messages
+                if leased:
+                    tx.execute(
+                        "UPDATE memfold_jobs SET payload = ?, version = version + 1, "
+                        "first_added_at = ?, due_at = ?, attempts = 0 WHERE key_hash = ?",
+                        (encode_payload(Payload((), NO_SIGNALS)), now, now, khash),
+                    )
+                else:
+                    tx.execute("DELETE FROM memfold_jobs WHERE key_hash = ?", (khash,))
                 try:
                     batch = decode_payload(payload)
                 except ValueError:
-                    continue  # unreadable: deleting it is all a clear needs
+                    continue  # unreadable: removing it is all a clear needs
                 key = (str(thread_id), user_id, agent)
                 jobs.append(Job(key, batch.messages, batch.signals, urgent=batch.urgent))
         with self._cond:

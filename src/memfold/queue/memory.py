@@ -29,7 +29,16 @@ from memfold.queue._common import (
     log_failure,
     warn_refused,
 )
-from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key
+from memfold.queue.base import (
+    MAX_RECORD_MARKS,
+    NO_SIGNALS,
+    Job,
+    JobKey,
+    QueueStatus,
+    RecordMark,
+    describe_key,
+    earliest,
+)
 from memfold.queue.clock import Clock, SystemClock
 from memfold.watermark import merge_record
 
@@ -63,6 +72,15 @@ class _Pending:
     attempt: int = 1
     urgent: bool = False
     not_before: float = -math.inf  # a retry's backoff; a later record does not cut it short
+    recorded_at: float | None = None  # the oldest record's, by the recorder's clock
+    marks: tuple[RecordMark, ...] = ()
+
+    def remember(self, recorded_at: float | None) -> None:
+        """Note a record just merged in (see ``Job.marks``)."""
+        self.recorded_at = earliest(self.recorded_at, recorded_at)
+        if recorded_at is not None and self.messages:
+            mark = (recorded_at, len(self.messages) - 1, self.messages[-1])
+            self.marks = (*self.marks[1 - MAX_RECORD_MARKS :], mark)
 
     def job(self, key: JobKey) -> Job:
         return Job(
@@ -72,6 +90,8 @@ class _Pending:
             attempt=self.attempt,
             enqueued_at=self.first_added,
             urgent=self.urgent,
+            recorded_at=self.recorded_at,
+            marks=self.marks,
         )
 
 
@@ -174,6 +194,7 @@ class InProcessQueue(QueueCore):
         signals: Signals = NO_SIGNALS,
         *,
         urgent: bool = False,
+        recorded_at: float | None = None,
     ) -> bool:
         """Enqueue a thread's latest messages; never blocks on work, never raises on load.
 
@@ -209,6 +230,7 @@ class InProcessQueue(QueueCore):
                         item.signals = item.signals.merge(signals)
                         item.urgent = urgent or item.urgent
                         item.attempt = 1
+                    item.remember(recorded_at)
                     if item.urgent or self._flushing:
                         due = now
                     else:
@@ -294,6 +316,8 @@ class InProcessQueue(QueueCore):
             newer.not_before = max(newer.not_before, now + delay)
             newer.messages = merge_record(job.messages, newer.messages)
             newer.urgent = newer.urgent or job.urgent
+            newer.recorded_at = earliest(newer.recorded_at, job.recorded_at)
+            newer.marks = (*job.marks, *newer.marks)[-MAX_RECORD_MARKS:]
             target = now if newer.urgent else min(newer.due, newer.first_added + self._max_wait)
             self._schedule_locked(job.key, newer, max(target, newer.not_before))
             return "superseded", delay
@@ -309,6 +333,8 @@ class InProcessQueue(QueueCore):
             attempt=job.attempt + 1,
             urgent=job.urgent,
             not_before=now + delay,
+            recorded_at=job.recorded_at,
+            marks=job.marks,
         )
         self._pending[job.key] = retry
         self._schedule_locked(job.key, retry, retry.not_before)

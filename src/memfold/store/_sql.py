@@ -35,7 +35,13 @@ from typing import Any, ClassVar
 from memfold.errors import ConflictError, CorruptMemoryError, StorageError
 from memfold.model import DocumentError, MemoryDocument, Scope, document_from_dict
 from memfold.store._ids import validate_id
-from memfold.store.base import check_commit_args, encode_document, loads_strict_json
+from memfold.store.base import (
+    check_commit_args,
+    cleared,
+    committed,
+    encode_document,
+    loads_strict_json,
+)
 
 __all__ = [
     "DOCUMENTS_TABLE",
@@ -292,13 +298,13 @@ class BaseSqlStore:
                 if stored_revision != expected:  # before parsing: conflicts are the hot path
                     raise ConflictError(scope, expected=expected, actual=stored_revision)
                 current = _EMPTY if row is None else self._parse(scope, *row)
-                stored = document.with_changes(revision=expected + 1, generation=current.generation)
+                stored = committed(document, current, expected)
                 self._write(conn, scope, keys, stored, previous=None if row is None else expected)
                 return stored
         except self.driver_errors as exc:
             raise self._storage_error(exc, f"commit the memory of {scope}") from exc
 
-    def clear(self, scope: Scope) -> MemoryDocument:
+    def clear(self, scope: Scope, *, cleared_at: str = "") -> MemoryDocument:
         """Replace the scope's memory with an empty document, bumping generation and revision.
 
         A corrupt row is not cleared: clearing must not be a way to lose data silently.
@@ -313,12 +319,7 @@ class BaseSqlStore:
                 with self._connection() as conn, self._write_transaction(conn):
                     row = self._select(conn, keys, lock=True)
                     current = _EMPTY if row is None else self._parse(scope, *row)
-                    # Watermarks survive: messages seen before the clear are not re-learned.
-                    stored = MemoryDocument(
-                        revision=current.revision + 1,
-                        generation=current.generation + 1,
-                        watermarks=current.watermarks,
-                    )
+                    stored = cleared(current, cleared_at)
                     previous = None if row is None else current.revision
                     self._write(conn, scope, keys, stored, previous=previous)
                     return stored

@@ -15,7 +15,14 @@ from memfold.model import (
     document_to_dict,
 )
 
-__all__ = ["MemoryStore", "check_commit_args", "encode_document", "loads_strict_json"]
+__all__ = [
+    "MemoryStore",
+    "check_commit_args",
+    "cleared",
+    "committed",
+    "encode_document",
+    "loads_strict_json",
+]
 
 
 @runtime_checkable
@@ -50,10 +57,12 @@ class MemoryStore(Protocol):
         """
         ...
 
-    def clear(self, scope: Scope) -> MemoryDocument:
+    def clear(self, scope: Scope, *, cleared_at: str = "") -> MemoryDocument:
         """Empty the scope and bump its ``generation`` (and revision); returns the result.
 
         Thread watermarks are kept, so messages seen before the clear are not re-learned.
+        ``cleared_at`` (ISO-8601 UTC) becomes the document's ``cleared_at``: updates of
+        turns recorded before it learn nothing, in any process (see :func:`cleared`).
         """
         ...
 
@@ -83,6 +92,30 @@ def check_commit_args(document: object, expected_revision: object) -> int:
             "of the document you loaded"
         )
     return expected_revision
+
+
+def committed(
+    document: MemoryDocument, current: MemoryDocument, expected_revision: int
+) -> MemoryDocument:
+    """What a successful ``commit`` stores: the next revision, the stored generation (only
+    ``clear`` changes it) and the later of the two clear times (a commit never undoes a
+    clear's fence; an import may set a later one)."""
+    return document.with_changes(
+        revision=expected_revision + 1,
+        generation=current.generation,
+        cleared_at=max(current.cleared_at, document.cleared_at),
+    )
+
+
+def cleared(current: MemoryDocument, cleared_at: str) -> MemoryDocument:
+    """What ``clear`` stores in place of ``current``: nothing but the bumped revision and
+    generation, the watermarks (turns seen before the clear stay seen) and the clear time."""
+    return MemoryDocument(
+        revision=current.revision + 1,
+        generation=current.generation + 1,
+        watermarks=current.watermarks,
+        cleared_at=max(current.cleared_at, cleared_at),
+    )
 
 
 def _reject_constant(name: str) -> Any:

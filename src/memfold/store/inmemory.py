@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from memfold.errors import ConflictError
 from memfold.model import MemoryDocument, Scope
 from memfold.store._ids import validate_id
-from memfold.store.base import check_commit_args, encode_document
+from memfold.store.base import check_commit_args, cleared, committed, encode_document
 
 __all__ = ["InMemoryStore"]
 
@@ -61,22 +61,15 @@ class InMemoryStore:
             current = self._documents.get(_checked(scope), _EMPTY)
             if current.revision != expected_revision:
                 raise ConflictError(scope, expected=expected_revision, actual=current.revision)
-            stored = document.with_changes(
-                revision=expected_revision + 1, generation=current.generation
-            )
+            stored = committed(document, current, expected_revision)
             self._documents[scope] = stored
             return stored
 
-    def clear(self, scope: Scope) -> MemoryDocument:
+    def clear(self, scope: Scope, *, cleared_at: str = "") -> MemoryDocument:
         """Replace the scope's memory with an empty document, bumping generation and revision."""
         with self._lock:
             current = self._documents.get(_checked(scope), _EMPTY)
-            # Watermarks survive: messages seen before the clear must not be re-learned.
-            stored = MemoryDocument(
-                revision=current.revision + 1,
-                generation=current.generation + 1,
-                watermarks=current.watermarks,
-            )
+            stored = cleared(current, cleared_at)
             self._documents[scope] = stored
             return stored
 

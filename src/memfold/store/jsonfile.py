@@ -41,7 +41,13 @@ from memfold.model import (
     document_from_dict,
 )
 from memfold.store._ids import DEFAULT_USER_DIR, encode_id
-from memfold.store.base import check_commit_args, encode_document, loads_strict_json
+from memfold.store.base import (
+    check_commit_args,
+    cleared,
+    committed,
+    encode_document,
+    loads_strict_json,
+)
 
 __all__ = ["JsonFileStore"]
 
@@ -204,14 +210,13 @@ class JsonFileStore:
             current = self._load_path(path)
             if current.revision != expected_revision:
                 raise ConflictError(scope, expected=expected_revision, actual=current.revision)
-            stored = document.with_changes(
-                revision=expected_revision + 1, generation=current.generation
-            )
+            stored = committed(document, current, expected_revision)
             self._write(scope, folder, path, stored)
             return stored
 
-    def clear(self, scope: Scope) -> MemoryDocument:
-        """Replace the scope's memory with an empty document, bumping generation and revision.
+    def clear(self, scope: Scope, *, cleared_at: str = "") -> MemoryDocument:
+        """Replace the scope's memory with an empty document, bumping generation and revision
+        (``cleared_at``: see :meth:`MemoryStore.clear <memfold.store.base.MemoryStore.clear>`).
 
         A corrupt file is not cleared (move it away by hand): clearing must not be a way
         to lose data silently.
@@ -224,12 +229,7 @@ class JsonFileStore:
         path = folder / MEMORY_FILE
         with self._locked(folder):
             current = self._load_path(path)
-            # Watermarks survive: messages seen before the clear must not be re-learned.
-            stored = MemoryDocument(
-                revision=current.revision + 1,
-                generation=current.generation + 1,
-                watermarks=current.watermarks,
-            )
+            stored = cleared(current, cleared_at)
             self._write(scope, folder, path, stored)
             return stored
 
