@@ -336,7 +336,8 @@ class Memory:
 
         Raises:
             DuplicateFactError: the same content is already stored.
-            ValueError: empty content or a confidence outside [0, 1].
+            ValueError: empty content, a category that is not a short label (or holds a
+                secret), or a confidence outside [0, 1].
         """
         scope = _scope(user_id, agent)
         content = self._redact_fact(content)
@@ -344,7 +345,7 @@ class Memory:
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
             return edits.add_fact(
                 doc, content, category=category, confidence=confidence, now=self._now(),
-                max_facts=self.config.max_facts, scope=scope,
+                max_facts=self.config.max_facts, scope=scope, scrub=self._redactor,
             )  # fmt: skip
 
         return self._edit(scope, change)
@@ -372,7 +373,7 @@ class Memory:
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
             return edits.edit_fact(
                 doc, fact_id, content=content, category=category, confidence=confidence,
-                now=self._now(), scope=scope,
+                now=self._now(), scope=scope, scrub=self._redactor,
             )  # fmt: skip
 
         return self._edit(scope, change)

@@ -234,3 +234,62 @@ def test_deeply_nested_documents_are_refused_with_a_clear_error(tmp_path: Path) 
         assert [f.content for f in mem.get(user_id="u").facts] == ["Kept"]
     with pytest.raises(ValueError, match="nested more than"):
         document_from_dict({"custom": deep})
+
+
+SECRET_CATEGORY = "creds AKIAI2V7ICB4WTCBE4ET Tr0ub4dor&3xyz"
+
+
+def test_a_secret_in_an_extracted_category_or_removal_reason_is_never_stored(
+    tmp_path: Path,
+) -> None:
+    """D6: the category of a new fact was neither redacted nor restricted."""
+    from memfold.extract.base import ChangeSet, Extraction, FactRemoval, NewFact
+
+    class Leaky:
+        name = "leaky"
+
+        def propose(self, request: Any) -> Extraction:
+            old = [f.id for f in request.document.facts]
+            return Extraction(
+                ChangeSet(
+                    new_facts=(NewFact("Uses Postgres", SECRET_CATEGORY, 0.95),),
+                    removals=tuple(
+                        FactRemoval(fid, reason="key AKIAI2V7ICB4WTCBE4ET leaked") for fid in old
+                    ),
+                )
+            )
+
+    with _memory(tmp_path, extractor=Leaky()) as mem:
+        mem.update(CHAT, thread_id="t1", user_id="u")
+        fact = mem.get(user_id="u").facts[0]
+        assert fact.category == "context"
+        result = mem.update(
+            [*CHAT, *CHAT[:1], {"role": "assistant", "content": "Sure"}],
+            thread_id="t1",
+            user_id="u",
+        )
+        block = mem.context(user_id="u")
+        stored = json.dumps(mem.export(user_id="u"))
+    for text in (block, stored, repr(result.changes)):
+        assert "akiai2v7icb4wtcbe4et" not in text.lower()
+        assert "tr0ub4dor" not in text.lower()
+
+
+@pytest.mark.parametrize(
+    "category",
+    [SECRET_CATEGORY, "vpn Tr0ub4dor&3xyz", "password hunter2x9", "a b c d", "x" * 40],
+)
+def test_a_person_cannot_store_text_or_a_secret_as_a_category(
+    tmp_path: Path, category: str
+) -> None:
+    with _memory(tmp_path) as mem:
+        fact = mem.add_fact("Uses the staging VPN", user_id="u")
+        with pytest.raises(ValueError, match="category") as caught:
+            mem.add_fact("Uses the prod VPN", category=category, user_id="u")
+        assert "tr0ub4dor" not in str(caught.value).lower()
+        with pytest.raises(ValueError, match="category"):
+            mem.edit_fact(fact.id, category=category, user_id="u")
+        assert [f.category for f in mem.get(user_id="u").facts] == ["context"]
+        assert mem.add_fact("Works nights", category="Work Schedule", user_id="u").category == (
+            "work schedule"
+        )
