@@ -306,11 +306,22 @@ def render(
     return ""
 
 
+def _same_content(cached: MemoryDocument, document: MemoryDocument) -> bool:
+    """Whether a block rendered from ``cached`` is the block of ``document``: what the
+    renderer reads is the summaries and the facts."""
+    return cached is document or (
+        cached.facts == document.facts and cached.summaries == document.summaries
+    )
+
+
 class ContextRenderer:
     """``render`` with fixed settings and a bounded, thread-safe cache of finished blocks.
 
-    A block is cached under (scope, revision, generation, max_tokens, today): a committed
-    revision never changes, so the cache needs no invalidation.
+    A block is cached per (scope, max_tokens, today) together with the document it was
+    rendered from, and served only for that same document: the very object (a store's
+    cache hands out the same one) or one with equal summaries and facts. Revisions are not
+    trusted: they restart when a scope is erased outside memfold and go back on a restore
+    from backup, and a block of the old content must never be served then.
     """
 
     def __init__(
@@ -336,7 +347,7 @@ class ContextRenderer:
         self.guaranteed_categories = tuple(guaranteed_categories)
         self.guaranteed_budget = guaranteed_budget
         self.cache_size = cache_size
-        self._cache: OrderedDict[tuple[object, ...], str] = OrderedDict()
+        self._cache: OrderedDict[tuple[object, ...], tuple[MemoryDocument, str]] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -363,18 +374,19 @@ class ContextRenderer:
         max_tokens: int | None = None,
         today: datetime.date | None = None,
     ) -> str:
-        """The block for ``scope``'s ``document`` (cached per revision).
+        """The block for ``scope``'s ``document`` (cached per document content).
 
         Raises:
             ValueError: ``max_tokens`` is negative.
         """
         budget = self.max_tokens if max_tokens is None else max_tokens
-        key = (scope, document.revision, document.generation, budget, today)
+        key = (scope, budget, today)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
                 self._cache.move_to_end(key)
-                return found
+        if found is not None and _same_content(found[0], document):
+            return found[1]
         block = render(
             document,
             max_tokens=budget,
@@ -384,7 +396,7 @@ class ContextRenderer:
             today=today,
         )
         with self._lock:
-            self._cache[key] = block
+            self._cache[key] = (document, block)
             self._cache.move_to_end(key)
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Iterator
 from typing import Any, Protocol, runtime_checkable
 
-from memfold.errors import InvalidDocumentError
+from memfold.errors import InvalidDocumentError, StorageError
 from memfold.model import (
     DocumentError,
     MemoryDocument,
@@ -22,6 +23,7 @@ __all__ = [
     "committed",
     "encode_document",
     "loads_strict_json",
+    "not_a_regular_file",
 ]
 
 
@@ -159,3 +161,18 @@ def encode_document(scope: Scope, document: MemoryDocument) -> str:
     except RecursionError as exc:
         raise InvalidDocumentError(scope, "a value is nested too deeply") from exc
     return text
+
+
+def not_a_regular_file(path: object, mode: int, what: str) -> StorageError:
+    """The error for a memory path that holds a FIFO, a directory or a device: reading it
+    could block forever (a FIFO) or fail obscurely, so it is refused by name."""
+    if stat.S_ISFIFO(mode):
+        kind = "a FIFO"
+    elif stat.S_ISDIR(mode):
+        kind = "a directory"
+    else:
+        kind = "a special file"
+    return StorageError(
+        f"{what} {path} is {kind}, not a regular file; memfold reads memory only from "
+        "regular files: move it away, then retry"
+    )
