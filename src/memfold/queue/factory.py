@@ -71,7 +71,13 @@ def open_queue(
             )
         from memfold.queue.postgres import PostgresQueue
 
-        return PostgresQueue(config.dsn, process, lease_seconds=lease, **options)
+        return PostgresQueue(
+            config.dsn,
+            process,
+            lease_seconds=lease,
+            connect_timeout_seconds=config.connect_timeout_seconds,
+            **options,
+        )
     if ":" in kind:
         return _from_factory(kind, config, process, clock=clock, start=start)
     raise ConfigError(

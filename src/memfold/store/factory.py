@@ -57,7 +57,7 @@ def _postgres(config: MemoryConfig) -> MemoryStore:
         ) from exc
     if not config.dsn:
         raise ConfigError("storage=postgres needs dsn (e.g. postgresql://user@host/db)", key="dsn")
-    return PostgresStore(config.dsn)
+    return PostgresStore(config.dsn, connect_timeout_seconds=config.connect_timeout_seconds)
 
 
 def _from_factory(spec: str, config: MemoryConfig) -> MemoryStore:
