@@ -563,3 +563,18 @@ def test_memory_restart_processes_updates_left_pending_at_shutdown(
         assert second.flush(WAIT)
         assert "t1" in second.get(user_id="alice").watermarks
         assert second.status().pending == 0
+
+
+def test_a_key_whose_pending_turns_exceed_max_pending_bytes_is_refused(
+    make_queue: Maker, caplog: pytest.LogCaptureFixture
+) -> None:
+    queue, rec, clock = setup(make_queue, max_pending_bytes=5_000)
+    assert queue.add(A, msgs("x" * 2_000, "ok"))
+    with caplog.at_level(logging.WARNING):
+        assert not queue.add(A, (Message("user", "y" * 4_000), Message("assistant", "ok")))
+        assert not queue.add(B, msgs("z" * 6_000, "ok"))
+    assert queue.status().rejected == 2
+    assert "max_pending_bytes=5000" in caplog.text
+    clock.advance(60)
+    assert queue.run_due() == 1
+    assert texts(rec.jobs[0]) == ["x" * 2_000, "ok"]  # what was accepted is intact

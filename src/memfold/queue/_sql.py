@@ -33,7 +33,12 @@ from typing import Any
 
 from memfold.errors import StorageError
 from memfold.model import Message, Scope, Signals
-from memfold.queue._common import WARN_INTERVAL_SECONDS, RateLimitedWarning, warn_refused
+from memfold.queue._common import (
+    DEFAULT_MAX_PENDING_BYTES,
+    WARN_INTERVAL_SECONDS,
+    RateLimitedWarning,
+    warn_refused,
+)
 from memfold.queue._payload import Payload, decode_payload, encode_payload, key_hash, scope_hash
 from memfold.queue._sql_worker import Cursor, SqlWorker, Tx, claimed_version
 from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key, earliest
@@ -98,6 +103,7 @@ class SqlQueue(SqlWorker):
         max_wait_seconds: float = 120.0,
         workers: int = 4,
         max_pending: int = 10_000,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         retry_attempts: int = 3,
         retry_backoff_seconds: float = 2.0,
         shutdown_timeout_seconds: float = 30.0,
@@ -113,6 +119,7 @@ class SqlQueue(SqlWorker):
             max_wait_seconds=max_wait_seconds,
             workers=workers,
             max_pending=max_pending,
+            max_pending_bytes=max_pending_bytes,
             retry_attempts=retry_attempts,
             retry_backoff_seconds=retry_backoff_seconds,
             shutdown_timeout_seconds=shutdown_timeout_seconds,
@@ -186,8 +193,9 @@ class SqlQueue(SqlWorker):
         recorded_at: float | None = None,
     ) -> bool:
         """Upsert the key's row (see the module docstring); never raises. Returns False when
-        refused: a new key beyond ``max_pending``, the queue is closed, or the database
-        failed (logged)."""
+        refused (counted and logged): a new key beyond ``max_pending``, a key whose pending
+        turns would exceed ``max_pending_bytes``, the queue is closed, or the database
+        failed."""
         batch = Payload(tuple(messages), signals, urgent, recorded_at)
         with self._cond:
             closed = self._closed
@@ -196,18 +204,19 @@ class SqlQueue(SqlWorker):
             self._refuse(key, "closed")
             return False
         try:
-            admitted = self._upsert(key, batch, flushing)
+            refused = self._upsert(key, batch, flushing)
         except Exception as exc:
             self._refuse(key, "error", exc)
             return False
-        if not admitted:
-            self._refuse(key, "full")
+        if refused is not None:
+            self._refuse(key, refused)
             return False
         with self._cond:
             self._cond.notify()
         return True
 
-    def _upsert(self, key: JobKey, batch: Payload, flushing: bool) -> bool:
+    def _upsert(self, key: JobKey, batch: Payload, flushing: bool) -> str | None:
+        """Insert or merge the key's row; None, or why it was refused (``full``, ``bytes``)."""
         khash = key_hash(key)
         for _ in range(_INSERT_RETRIES):
             with self._transaction() as tx:
@@ -225,7 +234,10 @@ class SqlQueue(SqlWorker):
                         (now,),
                     ).fetchone()[0]
                     if count >= self._max_pending:
-                        return False
+                        return "full"
+                    text = encode_payload(batch)
+                    if len(text.encode("utf-8")) > self._max_pending_bytes:
+                        return "bytes"
                     due = (
                         now
                         if batch.urgent or flushing
@@ -235,7 +247,7 @@ class SqlQueue(SqlWorker):
                         "INSERT INTO memfold_jobs (key_hash, scope_hash, thread_id, user_id, "
                         "agent, payload, version, first_added_at, due_at, attempts) "
                         "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, 0) ON CONFLICT (key_hash) DO NOTHING",
-                        (khash, scope_hash(key), *key, encode_payload(batch), now, due),
+                        (khash, scope_hash(key), *key, text, now, due),
                     ).rowcount
                     if inserted != 1:
                         continue  # another replica inserted the key first: update it instead
@@ -254,14 +266,17 @@ class SqlQueue(SqlWorker):
                         in_flight=leased and claimed_version(owner) in (None, int(version)),
                         flushing=flushing,
                     )
+                    text = encode_payload(payload)
+                    if len(text.encode("utf-8")) > self._max_pending_bytes:
+                        return "bytes"
                     tx.execute(
                         "UPDATE memfold_jobs SET payload = ?, version = version + 1, "
                         "first_added_at = ?, due_at = ?, attempts = 0 WHERE key_hash = ?",
-                        (encode_payload(payload), first_added, due, khash),
+                        (text, first_added, due, khash),
                     )
                 if due <= now:
                     self._notify(tx)
-                return True
+                return None
         raise StorageError(f"memfold queue: could not upsert {describe_key(key)}; retry")
 
     def _merge(
@@ -301,7 +316,15 @@ class SqlQueue(SqlWorker):
             warner = self._error_warning if reason == "error" else self._reject_warning
             count = warner.should_log(time.monotonic())
         if count is not None:
-            warn_refused(logger, key, reason, count, max_pending=self._max_pending, error=error)
+            warn_refused(
+                logger,
+                key,
+                reason,
+                count,
+                max_pending=self._max_pending,
+                max_pending_bytes=self._max_pending_bytes,
+                error=error,
+            )
 
     def flush(self, timeout: float | None = None) -> bool:
         """Make every queued row due now and wait until the table is empty, or ``timeout``

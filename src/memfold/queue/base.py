@@ -108,6 +108,8 @@ class QueueStatus:
     last_error: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: UTF-8 bytes of the pending turns (the in-process queue; 0 for durable queues).
+    pending_bytes: int = 0
 
 
 @runtime_checkable
