@@ -704,7 +704,7 @@ def test_pending_turns_beyond_max_pending_bytes_are_refused_counted_and_logged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Item 13: max_pending bounded keys only; 500 pending 1 MB threads took 475 MB."""
-    queue, rec, clock = make(max_pending_bytes=10_000)
+    queue, _, clock = make(max_pending_bytes=10_000)
     big = (Message("user", "x" * 4_000), Message("assistant", "ok"))
     assert queue.add(A, big)
     assert queue.add(B, big)
