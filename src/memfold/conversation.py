@@ -66,9 +66,10 @@ _TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_call", "function_call", "serv
 # Tool output sent back in a user-role message (Anthropic style) is tool traffic, not a turn.
 _TOOL_RESULT_BLOCKS: Final = frozenset({"tool_result", "function_call_output"})
 
-_UPLOADS: Final = re.compile(
-    r"<uploaded_files\b[^>]*>.*?(?:</uploaded_files\s*>|\Z)", re.IGNORECASE | re.DOTALL
-)
+# security: upload blocks are found by plain scans that only move forward (linear on any
+# input); one pattern with "[^>]*" rescanned the rest of the text at every unclosed tag.
+_UPLOAD_OPEN: Final = re.compile(r"<uploaded_files\b", re.IGNORECASE)
+_UPLOAD_CLOSE: Final = re.compile(r"</uploaded_files\s*>", re.IGNORECASE)
 
 # --- trivial acknowledgements ------------------------------------------------------------
 
@@ -189,10 +190,26 @@ def is_trivial(text: str) -> bool:
 
 
 def strip_uploads(text: str) -> str:
-    """Remove ``<uploaded_files>…</uploaded_files>`` blocks (any case, across lines)."""
+    """Remove ``<uploaded_files …>…</uploaded_files>`` blocks (any case, across lines; an
+    unclosed block runs to the end). Linear in the length of ``text``."""
     if "<" not in text:
         return text
-    return _UPLOADS.sub("", text).strip()
+    kept: list[str] = []
+    position = 0
+    while (opening := _UPLOAD_OPEN.search(text, position)) is not None:
+        tag_end = text.find(">", opening.end())
+        if tag_end == -1:  # no complete opening tag from here on
+            break
+        kept.append(text[position : opening.start()])
+        closing = _UPLOAD_CLOSE.search(text, tag_end + 1)
+        if closing is None:
+            position = len(text)
+            break
+        position = closing.end()
+    if not kept and position == 0:
+        return text.strip()
+    kept.append(text[position:])
+    return "".join(kept).strip()
 
 
 # --- normalisation ------------------------------------------------------------------------
