@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -236,3 +237,33 @@ def test_context_after_a_restore_from_backup_shows_the_restored_memory(tmp_path:
         block = mem.context(user_id="alice")
     assert "Fact D" in block
     assert "Fact C" not in block
+
+
+def test_a_worker_hung_past_close_cannot_commit_afterwards(tmp_path: Path) -> None:
+    """Observation in the findings: close() returned within its budget while a worker was
+    still inside a hung model call, and that thread could still commit to the JSON store."""
+    import threading
+
+    from memfold.extract.base import ChangeSet, Extraction, ExtractionRequest, NewFact
+
+    entered, release = threading.Event(), threading.Event()
+
+    class Hung:
+        name = "hung"
+
+        def propose(self, request: ExtractionRequest) -> Extraction:
+            entered.set()
+            release.wait(10)
+            return Extraction(ChangeSet(new_facts=(NewFact("Works nights", "context", 0.9),)))
+
+    mem = Memory(home=tmp_path, extractor=Hung(), debounce_seconds=0, workers=1)
+    mem.record(CHAT, thread_id="t", user_id="u")
+    assert entered.wait(10)
+    assert mem.close(0.2) is False  # gave up on the hung job
+    release.set()
+    deadline = time.monotonic() + 10
+    while mem.status().failed == 0:  # the worker finishes its call; its commit is refused
+        assert time.monotonic() < deadline
+        threading.Event().wait(0.01)
+    assert "is closed" in (mem.status().last_error or "")
+    assert not JsonFileStore(tmp_path).path(SCOPE).exists()

@@ -185,6 +185,7 @@ class JsonFileStore:
         self._cache = _LRU(cache_size)
         self._clock_ns = wall_clock_ns
         self._stripes = tuple(threading.Lock() for _ in range(_THREAD_LOCK_STRIPES))
+        self._closed = False
 
     # --- paths ------------------------------------------------------------------------
 
@@ -290,7 +291,10 @@ class JsonFileStore:
             raise StorageError(f"cannot list {folder}: {exc.strerror}") from exc
 
     def close(self) -> None:
-        """Drop the read cache. Files need no closing; calling this twice is fine."""
+        """Drop the read cache and refuse later writes (a worker still inside a hung model
+        call when ``Memory.close`` gave up must not commit afterwards). Reads go on
+        working; calling this twice is fine."""
+        self._closed = True
         self._cache.clear()
 
     @property
@@ -379,7 +383,13 @@ class JsonFileStore:
 
     @contextlib.contextmanager
     def _locked(self, folder: Path) -> Iterator[None]:
-        """Hold the scope's thread stripe and its cross-process ``flock``."""
+        """Hold the scope's thread stripe and its cross-process ``flock``.
+
+        Raises:
+            StorageError: the store is closed, or the lock cannot be taken.
+        """
+        if self._closed:
+            raise StorageError(f"the JSON store under {self.home} is closed; nothing was written")
         digest = hashlib.blake2b(str(folder).encode("utf-8", "surrogatepass"), digest_size=4)
         stripe = self._stripes[int.from_bytes(digest.digest(), "big") % len(self._stripes)]
         with stripe:
