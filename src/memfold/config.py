@@ -19,9 +19,23 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memfold.errors import ConfigError
 from memfold.model import DEFAULT_CATEGORIES
 
-__all__ = ["ENV_PREFIX", "LLMConfig", "MemoryConfig", "mask_secrets", "mask_url"]
+__all__ = [
+    "ENV_PREFIX",
+    "EmbeddingsConfig",
+    "LLMConfig",
+    "MemoryConfig",
+    "mask_secrets",
+    "mask_url",
+]
 
 ENV_PREFIX = "MEMFOLD_"
+
+
+def _masked_repr_args(model: Any, args: Any) -> Any:
+    """security: ``repr``/``str`` of a model with a ``base_url`` show it with its
+    credentials masked (the field itself is ``repr=False``)."""
+    yield from args
+    yield "base_url", mask_url(model.base_url)
 
 
 class LLMConfig(BaseModel):
@@ -41,9 +55,26 @@ class LLMConfig(BaseModel):
     json_mode: Literal["auto", "on", "off"] = "auto"
 
     def __repr_args__(self) -> Any:
-        """security: ``repr``/``str`` show ``base_url`` with its credentials masked."""
-        yield from super().__repr_args__()
-        yield "base_url", mask_url(self.base_url)
+        return _masked_repr_args(self, super().__repr_args__())
+
+
+class EmbeddingsConfig(BaseModel):
+    """Optional embeddings for hybrid search, from an OpenAI-compatible ``/v1/embeddings``
+    endpoint. The API key is never stored here: only the *name* of its variable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: Literal["openai"] = "openai"
+    model: str = Field(min_length=1)
+    base_url: str | None = Field(default=None, repr=False)  # security: masked in __repr_args__
+    api_key_env: str | None = "OPENAI_API_KEY"
+    timeout_seconds: float = Field(default=10.0, gt=0.0, le=600.0)
+    #: Ask the model for shorter vectors (OpenAI text-embedding-3 models accept it).
+    dimensions: int | None = Field(default=None, ge=1, le=65_536)
+    batch_size: int = Field(default=64, ge=1, le=2048)
+
+    def __repr_args__(self) -> Any:
+        return _masked_repr_args(self, super().__repr_args__())
 
 
 class MemoryConfig(BaseModel):
@@ -75,8 +106,11 @@ class MemoryConfig(BaseModel):
     guaranteed_categories: tuple[str, ...] = ("correction",)
     guaranteed_token_budget: int = Field(default=500, ge=0, le=200_000)
     token_encoding: Literal["cl100k_base", "o200k_base"] = "cl100k_base"  # noqa: S105
-    injection_mode: Literal["per_call", "per_thread"] = "per_call"
+    injection_mode: Literal["per_call", "per_thread", "relevant"] = "per_call"
     include_date: bool = False
+
+    #: Search (issue 17): optional embeddings for hybrid ranking; lexical only without.
+    embeddings: EmbeddingsConfig | None = None
 
     #: Replace secrets (API keys, tokens, passwords, card numbers…) before extraction and storage.
     redact_secrets: bool = True
@@ -206,6 +240,8 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 #: Keys whose environment value is a list: JSON (``[...]``) or comma-separated.
 _LIST_KEYS = ("categories", "guaranteed_categories", "rule_pattern_files")
+#: Keys whose environment value is a JSON object (a config section).
+_JSON_KEYS = ("llm", "embeddings")
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
@@ -217,7 +253,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
         key = name[len(ENV_PREFIX) :].lower()
         if key not in fields:
             continue
-        if key == "llm" or key in _LIST_KEYS:
+        if key in _JSON_KEYS or key in _LIST_KEYS:
             try:
                 out[key] = (
                     json.loads(raw)
@@ -243,8 +279,9 @@ def _allowed_range(loc: tuple[int | str, ...]) -> str | None:
     """``between 1 and 64`` (or ``greater than 0.0 and at most 3600.0`` for an exclusive
     bound) for a bounded key, else None."""
     model: type[BaseModel] = MemoryConfig
-    if len(loc) == 2 and loc[0] == "llm":
-        model, loc = LLMConfig, loc[1:]
+    sections: dict[int | str, type[BaseModel]] = {"llm": LLMConfig, "embeddings": EmbeddingsConfig}
+    if len(loc) == 2 and loc[0] in sections:
+        model, loc = sections[loc[0]], loc[1:]
     info = model.model_fields.get(str(loc[0])) if len(loc) == 1 else None
     if info is None:
         return None
