@@ -363,7 +363,7 @@ class Memory:
             ValueError: ``query`` is empty or ``limit`` is outside 1..1000.
         """
         check_search_args(query, limit, category)
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         document = self._store.load(scope)
         if not document.facts:
             return []

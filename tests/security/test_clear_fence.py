@@ -137,6 +137,28 @@ def _config(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> dict[s
     return config
 
 
+def clear_while_waiting(config: dict[str, Any], folder: Path, target: Any, *args: Any) -> set[str]:
+    """Start process A (``target``), clear alice's memory from here (process B) once A says
+    ``started``, let A go on, and return the facts stored for alice at the end."""
+    recorder = CTX.Process(target=target, args=(config, str(folder), *args))
+    recorder.start()
+    try:
+        wait_for(folder / "started")
+        # another Memory (another replica for postgres): it records a fact and clears
+        other = Memory(MemoryConfig(**config), extractor=SayExtractor(), start_workers=False)
+        other.add_fact("Prefers tea", user_id="alice")
+        other.clear(user_id="alice")
+        other.close(0)  # A's job may still be in a durable queue: do not wait for it
+        (folder / "release").touch()
+        recorder.join(WAIT)
+        assert recorder.exitcode == 0
+    finally:
+        if recorder.is_alive():
+            recorder.kill()
+    with Memory(MemoryConfig(**config), extractor=SayExtractor(), start_workers=False) as check:
+        return {fact.content for fact in check.get(user_id="alice").facts}
+
+
 @pytest.mark.parametrize("where", ["load", "extract"])
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
 def test_clear_in_another_process_fences_the_job_in_flight(
@@ -145,23 +167,8 @@ def test_clear_in_another_process_fences_the_job_in_flight(
     config = _config(kind, tmp_path, request)
     folder = tmp_path / "sync"
     folder.mkdir()
-    recorder = CTX.Process(target=_recorder, args=(config, str(folder), where))
-    recorder.start()
-    try:
-        wait_for(folder / "started")
-        # process B: another Memory (another replica for postgres) clears the scope
-        other = Memory(MemoryConfig(**config), extractor=SayExtractor(), start_workers=False)
-        other.clear(user_id="alice")
-        other.close(0)  # A's job is still in the durable queue: do not wait for it
-        (folder / "release").touch()
-        recorder.join(WAIT)
-        assert recorder.exitcode == 0
-    finally:
-        if recorder.is_alive():
-            recorder.kill()
+    facts = clear_while_waiting(config, folder, _recorder, where)
     assert json.loads((folder / "done").read_text()) == [0, 0]  # nothing dropped or failed
-    with Memory(MemoryConfig(**config), extractor=SayExtractor(), start_workers=False) as check:
-        facts = {fact.content for fact in check.get(user_id="alice").facts}
     assert facts == {"Said: My name is Zoe"}  # Berlin was said before the clear
 
 
@@ -184,19 +191,4 @@ def test_clear_in_another_process_forgets_turns_waiting_in_this_process_queue(
     config = {"home": str(tmp_path / "home"), "debounce_seconds": 3600, "workers": 1}
     folder = tmp_path / "sync"
     folder.mkdir()
-    recorder = CTX.Process(target=_pending_recorder, args=(config, str(folder)))
-    recorder.start()
-    try:
-        wait_for(folder / "started")
-        with Memory(MemoryConfig(**config), extractor=SayExtractor()) as other:
-            other.add_fact("Prefers tea", user_id="alice")
-            other.clear(user_id="alice")
-        (folder / "release").touch()
-        recorder.join(WAIT)
-        assert recorder.exitcode == 0
-    finally:
-        if recorder.is_alive():
-            recorder.kill()
-    with Memory(MemoryConfig(**config), extractor=SayExtractor(), start_workers=False) as check:
-        facts = {fact.content for fact in check.get(user_id="alice").facts}
-    assert facts == {"Said: My name is Zoe"}
+    assert clear_while_waiting(config, folder, _pending_recorder) == {"Said: My name is Zoe"}

@@ -80,6 +80,7 @@ def test_every_scoped_call_validates_user_id_and_agent(
             lambda **ids: mem.delete_fact(fact.id, **ids),
             mem.clear,
             lambda **ids: mem.import_document({"facts": []}, **ids),
+            lambda **ids: mem.search("tea", **ids),
         ]
         for call in calls:
             for argument in ("user_id", "agent"):

@@ -197,6 +197,25 @@ class QueueCore:
             if thread is not threading.current_thread():
                 thread.join(max(grace, deadline - time.monotonic()))
 
+    def _log_refused(
+        self,
+        log: logging.Logger,
+        key: JobKey,
+        reason: str,
+        count: int,
+        error: Exception | None = None,
+    ) -> None:
+        """:func:`warn_refused` with this queue's limits."""
+        warn_refused(
+            log,
+            key,
+            reason,
+            count,
+            max_pending=self._max_pending,
+            max_pending_bytes=self._max_pending_bytes,
+            error=error,
+        )
+
     def _workers_running(self) -> bool:
         return not self._stop.is_set() and any(t.is_alive() for t in self._threads)
 

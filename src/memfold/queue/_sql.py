@@ -37,7 +37,6 @@ from memfold.queue._common import (
     DEFAULT_MAX_PENDING_BYTES,
     WARN_INTERVAL_SECONDS,
     RateLimitedWarning,
-    warn_refused,
 )
 from memfold.queue._payload import Payload, decode_payload, encode_payload, key_hash, scope_hash
 from memfold.queue._sql_worker import Cursor, SqlWorker, Tx, claimed_version
@@ -316,15 +315,7 @@ class SqlQueue(SqlWorker):
             warner = self._error_warning if reason == "error" else self._reject_warning
             count = warner.should_log(time.monotonic())
         if count is not None:
-            warn_refused(
-                logger,
-                key,
-                reason,
-                count,
-                max_pending=self._max_pending,
-                max_pending_bytes=self._max_pending_bytes,
-                error=error,
-            )
+            self._log_refused(logger, key, reason, count, error)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Make every queued row due now and wait until the table is empty, or ``timeout``

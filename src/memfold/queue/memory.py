@@ -29,7 +29,6 @@ from memfold.queue._common import (
     RateLimitedWarning,
     log_failure,
     messages_bytes,
-    warn_refused,
 )
 from memfold.queue.base import (
     MAX_RECORD_MARKS,
@@ -225,7 +224,7 @@ class InProcessQueue(QueueCore):
                 warner = self._closed_warning if refused == "closed" else self._reject_warning
                 count = warner.should_log(now)
         if refused is not None and count is not None:
-            self._warn_refused(key, refused, count)
+            self._log_refused(logger, key, refused, count)
         return refused is None
 
     def _admit_locked(
@@ -272,16 +271,6 @@ class InProcessQueue(QueueCore):
         size = messages_bytes(item.messages)
         self._pending_bytes += size - item.size
         item.size = size
-
-    def _warn_refused(self, key: JobKey, reason: str, count: int) -> None:
-        warn_refused(
-            logger,
-            key,
-            reason,
-            count,
-            max_pending=self._max_pending,
-            max_pending_bytes=self._max_pending_bytes,
-        )
 
     def _schedule_locked(self, key: JobKey, item: _Pending, due: float) -> None:
         item.due = due
