@@ -18,7 +18,7 @@ from memfold.model import MemoryDocument, Scope
 from memfold.testing import InMemoryStore
 
 WRITERS = 32
-EACH = 4
+EACH = 2  # an update and a manual add each
 
 
 class OneFactPerTurn:

@@ -66,7 +66,7 @@ def test_calls_fail_within_the_connect_timeout_and_recover_after_a_restart(
         _pg_ctl(server, "-w", "-m", "immediate", "stop")
 
         timings: dict[str, list[float]] = {"record": [], "context": [], "status": []}
-        for _ in range(2):
+        for _ in range(2):  # the first calls find dead connections; later ones wait for new
             took, accepted = _timed(lambda: mem.record(CHAT, thread_id="t2", user_id="u"))
             assert accepted is False
             timings["record"].append(took)
