@@ -15,7 +15,15 @@ from memfold.model import (
     empty_document,
     message_key,
 )
-from memfold.watermark import advance, merge_messages, merge_record, new_messages, watermark_key
+from memfold.watermark import (
+    MergeIndex,
+    advance,
+    merge_messages,
+    merge_record,
+    merge_record_indexed,
+    new_messages,
+    watermark_key,
+)
 
 
 def msgs(*texts: str, ids: bool = False) -> tuple[Message, ...]:
@@ -192,3 +200,22 @@ def test_merge_is_linear_when_one_reply_repeats_thousands_of_times() -> None:
     )
     newer = (*older[1:], Message("user", "last"))
     assert merge_messages(older, newer) == (*older, Message("user", "last"))
+
+
+_MESSAGES = st.builds(
+    Message,
+    st.sampled_from(["user", "assistant"]),
+    st.sampled_from(["ok", "Noted.", "hi", "I live in Oslo", "x"]),
+    st.one_of(st.none(), st.sampled_from(["m1", "m2", "m3"])),
+)
+
+
+@given(st.lists(_MESSAGES, max_size=8), st.lists(_MESSAGES, max_size=6), st.booleans())
+def test_indexed_merge_is_the_same_merge(
+    pending: list[Message], record: list[Message], indexed: bool
+) -> None:
+    index = MergeIndex(pending) if indexed else None
+    merged, _, appended = merge_record_indexed(tuple(pending), index, tuple(record))
+    assert merged == merge_record(tuple(pending), tuple(record))
+    if appended:
+        assert merged == (*pending, *record)

@@ -12,7 +12,15 @@ from typing import Any
 
 from memfold.model import MAX_WATERMARKS, MemoryDocument, Message, Watermark, message_key
 
-__all__ = ["advance", "merge_messages", "merge_record", "new_messages", "watermark_key"]
+__all__ = [
+    "MergeIndex",
+    "advance",
+    "merge_messages",
+    "merge_record",
+    "merge_record_indexed",
+    "new_messages",
+    "watermark_key",
+]
 
 #: Joins the last message's key and its predecessor's in a watermark of messages without
 #: ids (content keys are ``role:hex``, so the first ``|`` is the separator).
@@ -154,3 +162,72 @@ def merge_record(pending: Sequence[Message], record: Sequence[Message]) -> tuple
     if len(record) >= size and tuple(record[:size]) == tuple(pending):
         return tuple(record)  # the common case, without hashing any message
     return merge_messages(pending, record)
+
+
+class MergeIndex:
+    """The identities of a pending message list, kept so that a record which shares no
+    message with it (each new exchange recorded on its own) is appended in time linear in
+    the record, not in everything pending: without it, 5,000 such records in one
+    debounce window cost 12.5 million message comparisons.
+
+    Identities are those :func:`merge_messages` matches on: ids, role + content, and for
+    messages without an id also the message before them.
+    """
+
+    __slots__ = ("first", "keys", "last", "pairs")
+
+    def __init__(self, messages: Sequence[Message] = ()) -> None:
+        self.first: str | None = None
+        self.last: str | None = None
+        self.keys: set[str] = set()
+        self.pairs: set[tuple[str, str]] = set()
+        self.add(messages)
+
+    def add(self, messages: Sequence[Message]) -> None:
+        """Note ``messages`` appended at the end."""
+        for message in messages:
+            key = message_key(message)
+            if self.first is None:
+                self.first = key
+            elif not message.id and self.last is not None:
+                self.pairs.add((key, self.last))
+            self.keys.add(key)
+            self.last = key
+
+    def shares_with(self, record: Sequence[Message]) -> bool:
+        """Whether :func:`merge_messages` could match a message of ``record`` with one of
+        the indexed list (False means the merge is the plain concatenation)."""
+        previous: str | None = None
+        for message in record:
+            key = message_key(message)
+            if key == self.first:
+                return True  # the list's first message matches by content alone
+            if message.id or previous is None:
+                if key in self.keys:
+                    return True
+            elif (key, previous) in self.pairs:
+                return True
+            previous = key
+        return False
+
+
+def merge_record_indexed(
+    pending: Sequence[Message], index: MergeIndex | None, record: Sequence[Message]
+) -> tuple[tuple[Message, ...], MergeIndex | None, bool]:
+    """:func:`merge_record` for a caller that keeps a :class:`MergeIndex` of ``pending``
+    (None: none yet). Returns the merged messages, their index (or None), and whether
+    ``record`` was simply appended.
+
+    A snapshot repeating ``pending`` needs no index; the first record that does not builds
+    it (once), and each later record sharing nothing with what is pending is appended in
+    time linear in the record alone.
+    """
+    size = len(pending)
+    if len(record) >= size and tuple(record[:size]) == tuple(pending):
+        return tuple(record), None, False
+    if index is None:
+        index = MergeIndex(pending)
+    if pending and not index.shares_with(record):
+        index.add(record)
+        return (*pending, *record), index, True
+    return merge_messages(pending, record), None, False

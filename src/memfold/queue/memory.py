@@ -41,7 +41,7 @@ from memfold.queue.base import (
     earliest,
 )
 from memfold.queue.clock import Clock, SystemClock
-from memfold.watermark import merge_record
+from memfold.watermark import MergeIndex, merge_record, merge_record_indexed
 
 __all__ = ["InProcessQueue"]
 
@@ -76,6 +76,7 @@ class _Pending:
     recorded_at: float | None = None  # the oldest record's, by the recorder's clock
     marks: tuple[RecordMark, ...] = ()
     size: int = 0  # UTF-8 bytes of ``messages``, counted in the queue's pending bytes
+    index: MergeIndex | None = None  # of ``messages``, while records only append to them
 
     def remember(self, recorded_at: float | None) -> None:
         """Note a record just merged in (see ``Job.marks``)."""
@@ -244,8 +245,12 @@ class InProcessQueue(QueueCore):
         item = self._pending.get(key)
         if item is None and len(self._pending) >= self._max_pending:
             return "full"
-        merged = batch if item is None else merge_record(item.messages, batch)
-        size = messages_bytes(merged)
+        index, appended = None, False
+        if item is None:
+            merged = batch
+        else:
+            merged, index, appended = merge_record_indexed(item.messages, item.index, batch)
+        size = item.size + messages_bytes(batch) if item and appended else messages_bytes(merged)
         before = 0 if item is None else item.size
         if self._pending_bytes - before + size > self._max_pending_bytes:
             return "bytes"
@@ -254,7 +259,7 @@ class InProcessQueue(QueueCore):
             item = _Pending(merged, signals, first_added=now, urgent=urgent, size=size)
             self._pending[key] = item
         else:
-            item.messages, item.size = merged, size
+            item.messages, item.size, item.index = merged, size, index
             item.signals = item.signals.merge(signals)
             item.urgent = urgent or item.urgent
             item.attempt = 1
@@ -342,7 +347,7 @@ class InProcessQueue(QueueCore):
             newer.signals = newer.signals.merge(job.signals)
             newer.first_added = min(newer.first_added, job.enqueued_at)
             newer.not_before = max(newer.not_before, now + delay)
-            newer.messages = merge_record(job.messages, newer.messages)
+            newer.messages, newer.index = merge_record(job.messages, newer.messages), None
             self._resize_locked(newer)
             newer.urgent = newer.urgent or job.urgent
             newer.recorded_at = earliest(newer.recorded_at, job.recorded_at)
