@@ -33,6 +33,7 @@ __all__ = [
     "Signals",
     "Summary",
     "Watermark",
+    "check_document",
     "document_from_dict",
     "document_to_dict",
     "empty_document",
@@ -439,6 +440,114 @@ def document_from_dict(data: Any) -> MemoryDocument:
         watermarks=MappingProxyType(watermarks),
         extra=_freeze(extra),
     )
+
+
+def _check_str(value: object, where: str, *, optional: bool = False) -> None:
+    if isinstance(value, str) or (optional and value is None):
+        return
+    kind = "a string or null" if optional else "a string"
+    raise DocumentError(f"{where}: expected {kind}, got {type(value).__name__}")
+
+
+def _check_extra(extra: object, where: str, reserved: tuple[str, ...]) -> None:
+    """Unknown fields kept as they are: a mapping whose keys cannot overwrite the named
+    fields on the way out, nested at most ``MAX_NESTING`` deep (JSON types are checked
+    by the serialiser)."""
+    if not isinstance(extra, Mapping):
+        raise DocumentError(f"{where}: extra fields must be a mapping")
+    if not extra:
+        return
+    for key in extra:
+        if key in reserved:
+            raise DocumentError(f"{where}.{key}: an extra field may not replace a named field")
+    pending: list[tuple[object, int]] = [(value, 1) for value in extra.values()]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, Mapping | list | tuple):
+            if depth >= MAX_NESTING:
+                raise DocumentError(
+                    f"{where}: nested more than {MAX_NESTING} levels deep; flatten the value"
+                )
+            children = value.values() if isinstance(value, Mapping) else value
+            pending.extend((child, depth + 1) for child in children)
+
+
+def _check_fact(fact: object, where: str) -> None:
+    """The field-by-field check of one fact, naming what is wrong."""
+    if not isinstance(fact, Fact):
+        raise DocumentError(f"{where}: expected a Fact, got {type(fact).__name__}")
+    if not isinstance(fact.id, str) or not fact.id:
+        raise DocumentError(f"{where}.id: expected a non-empty string, got {short_repr(fact.id)}")
+    _check_str(fact.content, f"{where}.content")
+    _check_str(fact.category, f"{where}.category")
+    confidence: object = fact.confidence
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        raise DocumentError(f"{where}.confidence: expected a number, got {short_repr(confidence)}")
+    if not math.isfinite(confidence):
+        raise DocumentError(f"{where}.confidence: expected a finite number, got {confidence!r}")
+    _check_str(fact.created_at, f"{where}.createdAt")
+    _check_str(fact.updated_at, f"{where}.updatedAt")
+    _check_str(fact.source, f"{where}.source", optional=True)
+    _check_str(fact.source_error, f"{where}.sourceError", optional=True)
+    _check_extra(fact.extra, where, _FACT_KEYS)
+
+
+def check_document(doc: MemoryDocument) -> None:
+    """Check that ``doc`` would load back from its JSON form: every field of the type the
+    loader wants, fact ids unique, nothing nested too deeply. Cheap (no JSON round trip);
+    values JSON cannot hold at all are left to the serialiser.
+
+    Raises:
+        DocumentError: naming the first field that would not load back.
+    """
+    for name in ("revision", "generation"):
+        value = getattr(doc, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise DocumentError(
+                f"document.{name}: expected a non-negative integer, got {short_repr(value)}"
+            )
+    version: object = doc.version
+    if isinstance(version, bool) or not isinstance(version, str | int | float):
+        raise DocumentError(f"version: expected a string, got {type(version).__name__}")
+    _check_str(doc.last_updated, "document.lastUpdated")
+    _check_str(doc.cleared_at, "document.clearedAt")
+    for section, summary in doc.summaries.items():
+        if not isinstance(summary, Summary):
+            raise DocumentError(f"{section}: expected a Summary, got {type(summary).__name__}")
+        _check_str(summary.summary, f"{section}.summary")
+        _check_str(summary.updated_at, f"{section}.updatedAt")
+        _check_extra(summary.extra, section, ("summary", "updatedAt"))
+    seen: set[str] = set()
+    for index, fact in enumerate(doc.facts):
+        # the common case in one expression: every field of its type, no extra fields
+        if not (
+            type(fact) is Fact
+            and type(fact.id) is str
+            and fact.id
+            and type(fact.content) is str
+            and type(fact.category) is str
+            and type(fact.confidence) is float
+            and math.isfinite(fact.confidence)
+            and type(fact.created_at) is str
+            and type(fact.updated_at) is str
+            and (fact.source is None or type(fact.source) is str)
+            and (fact.source_error is None or type(fact.source_error) is str)
+            and not fact.extra
+        ):
+            _check_fact(fact, f"facts[{index}]")
+        if fact.id in seen:
+            raise DocumentError(f"facts: duplicate id {short_repr(fact.id)}")
+        seen.add(fact.id)
+    for thread, mark in doc.watermarks.items():
+        where = f"watermarks.{short_repr(thread)}"
+        if not isinstance(thread, str) or not isinstance(mark, Watermark):
+            raise DocumentError(f"{where}: expected a thread id and a Watermark")
+        _check_str(mark.message_key, f"{where}.messageKey")
+        _check_str(mark.updated_at, f"{where}.updatedAt")
+    _check_extra(doc.extra, "document", (*_DOC_KEYS, "watermarks"))
+    for group in _RESERVED_KEYS:
+        if group in doc.extra and not isinstance(doc.extra[group], Mapping):
+            raise DocumentError(f"{group}: expected a mapping of extra fields")
 
 
 def _summary_to(summary: Summary) -> dict[str, Any]:

@@ -16,10 +16,15 @@ from memfold.conversation import capture
 from memfold.errors import InvalidDocumentError
 from memfold.model import (
     MAX_ID_CHARS,
+    MAX_NESTING,
     Fact,
     MemoryDocument,
     Scope,
+    Summary,
+    Watermark,
+    check_document,
     document_from_dict,
+    document_to_dict,
     validate_id,
 )
 from memfold.store.jsonfile import JsonFileStore
@@ -40,6 +45,13 @@ BAD_IDS: list[tuple[object, type[Exception], str]] = [
     ("a\ud800", ValueError, "not valid Unicode"),
     ("x" * (MAX_ID_CHARS + 1), ValueError, "characters long"),
 ]
+
+
+def _deep(levels: int) -> Any:
+    value: Any = "x"
+    for _ in range(levels):
+        value = [value]
+    return value
 
 
 def _memory(tmp_path: Path, **kw: Any) -> Memory:
@@ -132,6 +144,14 @@ def test_every_store_refuses_to_commit_a_document_that_would_not_load_back(
         MemoryDocument(facts=(Fact("f2", "half \ud83d an emoji"),)),
         MemoryDocument(facts=(Fact("f2", "x", category=["a"]),)),  # type: ignore[arg-type]
         MemoryDocument(extra={"when": {1, 2}}),
+        MemoryDocument(extra={"facts": "not a list"}),  # an extra field over a named one
+        MemoryDocument(facts=(Fact("f2", "x", extra={"content": 5}),)),
+        MemoryDocument(facts=(Fact("f2", "x"), Fact("f2", "y"))),
+        MemoryDocument(facts=(Fact("", "x"),)),
+        MemoryDocument(summaries={"workContext": Summary(summary=3)}),  # type: ignore[arg-type]
+        MemoryDocument(watermarks={"t": Watermark(5)}),  # type: ignore[arg-type]
+        MemoryDocument(last_updated=None),  # type: ignore[arg-type]
+        MemoryDocument(extra={"deep": _deep(MAX_NESTING + 1)}),
     ]
     for bad in bad_documents:
         with pytest.raises(InvalidDocumentError, match="nothing was written"):
@@ -139,6 +159,23 @@ def test_every_store_refuses_to_commit_a_document_that_would_not_load_back(
     assert store.load(scope).facts == good.facts
     assert store.load(scope).revision == 1
     store.close()
+
+
+def test_check_document_agrees_with_a_json_round_trip() -> None:
+    """The commit-time check is the loader's rules without a round trip; both must agree."""
+    good = [
+        MemoryDocument(),
+        MemoryDocument(facts=(Fact("f1", "x", confidence=1, extra={"tags": ["a", {"b": 1}]}),)),
+        MemoryDocument(extra={"custom": _deep(MAX_NESTING - 1)}, cleared_at="2026-01-01"),
+    ]
+    for doc in good:
+        check_document(doc)
+        document_from_dict(json.loads(json.dumps(document_to_dict(doc))))
+    bad = MemoryDocument(facts=(Fact("f1", "x", extra={"id": 7}),))
+    with pytest.raises(ValueError):
+        document_from_dict(json.loads(json.dumps(document_to_dict(bad))))
+    with pytest.raises(ValueError, match="may not replace a named field"):
+        check_document(bad)
 
 
 def test_extractor_given_as_a_name_is_the_config_key(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from memfold.model import (
     DocumentError,
     MemoryDocument,
     Scope,
-    document_from_dict,
+    check_document,
     document_to_dict,
 )
 
@@ -146,13 +146,13 @@ def encode_document(scope: Scope, document: MemoryDocument) -> str:
         InvalidDocumentError: naming the field that would not load back.
     """
     try:
+        check_document(document)  # the loader's rules, without a JSON round trip
         text = json.dumps(
             document_to_dict(document),
             ensure_ascii=False,
             separators=(",", ":"),
             allow_nan=False,
         )
-        document_from_dict(loads_strict_json(text))
         text.encode("utf-8")  # lone surrogates cannot be written to a file or a row
     except DocumentError as exc:
         raise InvalidDocumentError(scope, str(exc)) from exc
