@@ -16,7 +16,7 @@ import pytest
 
 from memfold import Memory, MemoryConfig
 from memfold.errors import ConfigError, StorageError
-from memfold.model import Message, Signals
+from memfold.model import Message, Scope, Signals
 from memfold.queue._payload import Payload, decode_payload, encode_payload, key_hash, scope_hash
 from memfold.queue._sql import SqlQueue
 from memfold.queue.base import Job, JobKey, UpdateQueue, job_key
@@ -578,3 +578,33 @@ def test_a_key_whose_pending_turns_exceed_max_pending_bytes_is_refused(
     clock.advance(60)
     assert queue.run_due() == 1
     assert texts(rec.jobs[0]) == ["x" * 2_000, "ok"]  # what was accepted is intact
+
+
+def test_discard_takes_waiting_rows_and_records_that_arrived_while_a_job_ran(
+    make_queue: Maker,
+) -> None:
+    """D2: a clear used to skip a leased row, so records that landed in it while its job
+    ran survived the clear and were learned right after it."""
+    clock = FakeClock(1000.0)
+    seen: list[Job] = []
+    dropped: list[Job] = []
+
+    def process(job: Job) -> None:
+        seen.append(job)
+        if len(seen) == 1:  # while the first job runs: a record, then the scope is cleared
+            assert queue.add(A, msgs("u", "v", "w", "x"))
+            dropped.extend(queue.discard(Scope("alice")))
+
+    queue = make_queue(process, clock, debounce_seconds=0)
+    queue.add(A, msgs("u", "v"))
+    clock.advance(0.5)  # A's row is due first, so it is the one running
+    queue.add(A2, msgs("p", "q"))
+    assert queue.run_due() >= 1
+    assert sorted(texts(job) for job in dropped) == [["p", "q"], ["u", "v", "w", "x"]]
+    queue.run_due()
+    assert [texts(job) for job in seen[1:]] in ([], [[]])  # at most an empty no-op job
+    assert queue.status().pending == 0
+    assert queue.add(A, msgs("u", "v", "w", "x", "y", "z"))  # the thread goes on
+    clock.advance(1)
+    assert queue.run_due() == 1
+    assert texts(seen[-1]) == ["u", "v", "w", "x", "y", "z"]

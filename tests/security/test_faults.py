@@ -267,3 +267,19 @@ def test_a_worker_hung_past_close_cannot_commit_afterwards(tmp_path: Path) -> No
         threading.Event().wait(0.01)
     assert "is closed" in (mem.status().last_error or "")
     assert not JsonFileStore(tmp_path).path(SCOPE).exists()
+
+
+def test_a_corrupt_memory_file_is_not_retried(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Newcomer finding 18: a CorruptMemoryError was retried 3 times; it cannot succeed."""
+    _, path, _ = _seeded(tmp_path)
+    path.write_text("{not json", encoding="utf-8")
+    config = MemoryConfig(home=tmp_path, extractor="rules", retry_attempts=3)
+    with Memory(config, start_workers=False) as mem, caplog.at_level(logging.ERROR):
+        assert mem.record(CHAT, thread_id="t1", user_id="u")
+        assert mem.flush(10)
+        status = mem.status()
+    assert (status.failed, status.retried, status.dropped) == (1, 0, 1)
+    assert "not retryable" in caplog.text
+    assert path.read_text(encoding="utf-8") == "{not json"
