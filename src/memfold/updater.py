@@ -162,7 +162,7 @@ class Updater:
         forgotten = recorded_before_clear(messages, recorded_at, marks, cleared_time(document))
         if forgotten:
             logger.info(
-                "%d turn(s) of thread %r were recorded before %s was cleared: forgotten",
+                "%d turn(s) of thread %s were recorded before %s was cleared: forgotten",
                 forgotten, short_repr(thread_id), scope,
             )  # fmt: skip
             self.retry(
