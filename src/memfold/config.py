@@ -130,6 +130,10 @@ class MemoryConfig(BaseModel):
     #: How long a PostgreSQL store or queue call waits for a connection before failing.
     connect_timeout_seconds: float = Field(default=2.0, gt=0.0, le=300.0)
 
+    # --- change history (issue 13) ---
+    #: Change events kept per scope, oldest dropped first; 0 keeps no history.
+    max_history_events: int = Field(default=1000, ge=0, le=1_000_000)
+
     @field_validator("storage", "queue")
     @classmethod
     def _known_backend(cls, value: str) -> str:

@@ -19,7 +19,9 @@ from datetime import UTC, date, datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from memfold import edits
+from memfold import _events, edits
+from memfold._audit import AuditMixin, Describe
+from memfold._facts import iso
 from memfold._fence import clear_stamp
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
@@ -31,6 +33,7 @@ from memfold.model import (
     Fact,
     MemoryDocument,
     Scope,
+    checked_scope,
     document_from_dict,
     document_to_dict,
     validate_id,
@@ -58,11 +61,13 @@ logger = logging.getLogger("memfold")
 _T = TypeVar("_T")
 
 
-class Memory:
+class Memory(AuditMixin):
     """Long-term memory of users for one agent application.
 
     ``Memory(MemoryConfig(home="./.memfold"))`` or ``Memory.from_file("memfold.yaml")``.
     A context manager: leaving it drains pending updates within the shutdown budget.
+    Reading the history, explaining facts and the injected block, editing summaries and
+    erasing users are in :class:`memfold._audit.AuditMixin`.
     """
 
     def __init__(
@@ -133,6 +138,7 @@ class Memory:
             redactor=self._redactor,  # security: redacts turns and new/changed items
             max_input_tokens=config.max_extraction_input_tokens,
             conflict_timeout=config.conflict_timeout_seconds,
+            record_history=self._history_store() is not None,
         )
         self._clear_takes_stamp = _takes_keyword(self._store.clear, "cleared_at")
         self._queue: UpdateQueue | None = None
@@ -140,6 +146,9 @@ class Memory:
         self._usage = Usage()
         # (key, first-record time) of jobs that were running when their scope was cleared
         self._fenced: set[tuple[JobKey, float]] = set()
+        # ... and of jobs that were running when their user was erased
+        self._erased: set[tuple[JobKey, float]] = set()
+        self._erasure_counts: dict[str | None, int] = {}
         self._closed = False
         self._close_result = True
         if config.queue != "memory":
@@ -258,10 +267,12 @@ class Memory:
         mark = (job.key, job.enqueued_at)
         result = self._updater.run(
             job.scope, job.thread_id, job.messages, job.signals,
-            fenced=lambda: mark in self._fenced, recorded_at=job.recorded_at, marks=job.marks,
+            fenced=lambda: mark in self._fenced, erased=lambda: mark in self._erased,
+            recorded_at=job.recorded_at, marks=job.marks,
         )  # fmt: skip
         with self._lock:
             self._fenced.discard(mark)
+            self._erased.discard(mark)
         self._add_usage(result.usage)
         return result
 
@@ -323,18 +334,30 @@ class Memory:
         Raises:
             TypeError: ``query`` is neither a string nor None.
         """
+        scope = _scope(user_id, agent)
+        document, today, relevance = self._injection_inputs(scope, today, query)
+        return self._renderer.render(
+            scope, document, max_tokens=max_tokens, today=today, relevance=relevance
+        )
+
+    def _injection_inputs(
+        self, scope: Scope, today: date | None, query: str | None
+    ) -> tuple[MemoryDocument, date | None, tuple[str, ...]]:
+        """What the block of ``scope`` is rendered from: the document, the date line and
+        the relevance order for ``query`` (shared by ``context`` and ``explain_context``).
+
+        Raises:
+            TypeError: ``query`` is neither a string nor None.
+        """
         if query is not None and not isinstance(query, str):
             raise TypeError(f"query must be a string or None, not {type(query).__name__}")
-        scope = _scope(user_id, agent)
         if today is None and self.config.include_date:
             today = self._now().date()
         document = self._store.load(scope)
         relevance: tuple[str, ...] = ()
         if query and query.strip() and document.facts:
             relevance = self._searcher.relevance(scope, document.facts, query)
-        return self._renderer.render(
-            scope, document, max_tokens=max_tokens, today=today, relevance=relevance
-        )
+        return document, today, relevance
 
     async def acontext(
         self,
@@ -438,7 +461,8 @@ class Memory:
                 max_facts=self.config.max_facts, scope=scope, scrub=self._redactor,
             )  # fmt: skip
 
-        return self._edit(scope, change)
+        reason = f"over max_facts={self.config.max_facts}: room for a fact added by hand"
+        return self._edit(scope, change, describe=self._manual(gone=("evicted", reason)))
 
     def edit_fact(
         self,
@@ -466,14 +490,23 @@ class Memory:
                 now=self._now(), scope=scope, scrub=self._redactor,
             )  # fmt: skip
 
-        return self._edit(scope, change)
+        return self._edit(scope, change, describe=self._manual())
 
     def delete_fact(
         self, fact_id: str, /, *, user_id: str | None = None, agent: str | None = None
     ) -> None:
-        """Delete a fact. Raises ``FactNotFoundError`` when it does not exist."""
+        """Delete a fact; its content also leaves the summaries (rebuilt, or held out of
+        injection until rewritten). The history keeps a ``removed`` event.
+
+        Raises:
+            FactNotFoundError: the fact does not exist.
+        """
         scope = _scope(user_id, agent)
-        self._edit(scope, lambda doc: (edits.delete_fact(doc, fact_id, scope=scope), None))
+
+        def change(doc: MemoryDocument) -> tuple[MemoryDocument, None]:
+            return edits.delete_fact(doc, fact_id, scope=scope, now=self._now()), None
+
+        self._edit(scope, change, describe=self._manual())
 
     def clear(self, *, user_id: str | None = None, agent: str | None = None) -> None:
         """Forget everything in one scope, including what was said before the clear.
@@ -492,10 +525,15 @@ class Memory:
                 self._fenced.update((job.key, job.enqueued_at) for job in running(scope))
         # The stamp fences, in every process and replica, jobs holding turns recorded
         # before it: the ones in flight and those in other processes' in-memory queues.
-        stamp = clear_stamp(self._now())
-        if self._clear_takes_stamp:
-            self._store.clear(scope, cleared_at=stamp)
-        else:  # a third-party store without the stamp: only this process is fenced
+        options: dict[str, Any] = {}
+        if self._clear_takes_stamp:  # a third-party store without it fences this process only
+            options["cleared_at"] = clear_stamp(self._now())
+        if self._history_store() is not None:
+            options["events"] = (_events.cleared(self._store.load(scope), at=iso(self._now())),)
+        if options:
+            clear: Callable[..., MemoryDocument] = self._store.clear
+            clear(scope, **options)
+        else:
             self._store.clear(scope)
         self._searcher.forget(scope)
         for job in dropped:
@@ -529,7 +567,7 @@ class Memory:
             )
             return merged, merged
 
-        self._edit(_scope(user_id, agent), change)
+        self._edit(_scope(user_id, agent), change, describe=self._imported)
         return self.get(user_id=user_id, agent=agent)
 
     def _redact_fact(self, content: object) -> Any:
@@ -547,12 +585,24 @@ class Memory:
         return clean
 
     def _edit(
-        self, scope: Scope, change: Callable[[MemoryDocument], tuple[MemoryDocument, _T]]
+        self,
+        scope: Scope,
+        change: Callable[[MemoryDocument], tuple[MemoryDocument, _T]],
+        *,
+        describe: Describe | None = None,
     ) -> _T:
+        """Load, change and commit (retried on conflict); ``describe`` gives the change
+        events the commit carries when history is kept."""
+        store = self._history_store()
+
         def attempt() -> _T:
             doc = self._store.load(scope)
             new_doc, value = change(doc)
-            self._store.commit(scope, new_doc, expected_revision=doc.revision)
+            if store is None or describe is None or new_doc is doc:
+                self._store.commit(scope, new_doc, expected_revision=doc.revision)
+            else:
+                events = describe(doc, new_doc, new_doc.last_updated or iso(self._now()))
+                store.commit(scope, new_doc, expected_revision=doc.revision, events=events)
             return value
 
         return self._updater.retry(scope, attempt)
@@ -619,17 +669,7 @@ def _check_parts(store: object, extractor: object) -> None:
         )
 
 
-def _scope(user_id: object, agent: object) -> Scope:
-    """The scope of a public call, its ids checked where they enter.
-
-    Raises:
-        TypeError, ValueError: naming the id that cannot name a memory.
-    """
-    if user_id is not None:
-        validate_id(user_id, "user_id", optional=True)
-    if agent is not None:
-        validate_id(agent, "agent", optional=True)
-    return Scope(user_id, agent)  # type: ignore[arg-type]
+_scope = checked_scope
 
 
 def _thread(thread_id: object) -> str:

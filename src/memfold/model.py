@@ -34,6 +34,7 @@ __all__ = [
     "Summary",
     "Watermark",
     "check_document",
+    "checked_scope",
     "document_from_dict",
     "document_to_dict",
     "empty_document",
@@ -159,6 +160,19 @@ class Scope:
     def __str__(self) -> str:
         user = "<default user>" if self.user_id is None else _short_repr(self.user_id)
         return f"user {user}" + ("" if self.agent is None else f", agent {_short_repr(self.agent)}")
+
+
+def checked_scope(user_id: object, agent: object) -> Scope:
+    """The scope of a public call, its ids checked where they enter (``validate_id``).
+
+    Raises:
+        TypeError, ValueError: naming the id that cannot name a memory.
+    """
+    if user_id is not None:
+        validate_id(user_id, "user_id", optional=True)
+    if agent is not None:
+        validate_id(agent, "agent", optional=True)
+    return Scope(user_id, agent)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from memfold import watermark
+from memfold import _events, watermark
 from memfold._facts import iso
 from memfold._fence import cleared_time, recorded_before_clear
 from memfold.apply import ApplyContext, Change, apply
@@ -76,7 +76,8 @@ class UpdateResult:
 
     @property
     def facts_removed(self) -> int:
-        return self.count("removed") + self.count("evicted")
+        """Facts that left memory: removed, superseded or evicted."""
+        return self.count("removed") + self.count("superseded") + self.count("evicted")
 
 
 class Updater:
@@ -99,8 +100,12 @@ class Updater:
         redactor: Redactor | None = None,
         max_input_tokens: int | None = None,
         conflict_timeout: float = DEFAULT_CONFLICT_TIMEOUT_SECONDS,
+        record_history: bool = False,
     ) -> None:
+        """``record_history``: pass change events to ``store.commit`` (a
+        :class:`~memfold.store.base.HistoryStore`)."""
         self._store = store
+        self._history = record_history
         self._redactor = redactor
         self._extractor = extractor
         self._max_facts = max_facts
@@ -141,13 +146,16 @@ class Updater:
         fenced: Callable[[], bool] | None = None,
         recorded_at: float | None = None,
         marks: Sequence[RecordMark] = (),
+        erased: Callable[[], bool] | None = None,
     ) -> UpdateResult:
         """Extract from the messages the scope has not seen for this thread and commit.
 
         Turns recorded (``recorded_at``, ``marks``: see ``Job``) before the scope's last
         clear are forgotten: marked seen, never extracted. The result is discarded (and
         the turns marked seen) when the scope is cleared meanwhile: its ``generation``
-        moved, or ``fenced()`` says so.
+        moved, or ``fenced()`` says so. It is discarded and nothing is written when the
+        user was erased meanwhile: ``erased()`` says so, or the scope's revision went
+        backwards (only ``forget_user`` does that).
 
         Raises:
             ExtractionError, ChatModelError: the extractor failed (the queue retries;
@@ -186,9 +194,10 @@ class Updater:
                 signals=signals, document=document,
                 cleared=lambda current: current.generation != generation
                 or (fenced is not None and fenced()),
+                erased=erased,
             )  # fmt: skip
             total = _combine(total, step)
-            if step.skipped == "cleared during update":
+            if step.skipped in ("cleared during update", "user erased during update"):
                 return total
             start = end
             if start < len(messages):
@@ -254,6 +263,7 @@ class Updater:
         signals: Signals,
         document: MemoryDocument,
         cleared: Callable[[MemoryDocument], bool],
+        erased: Callable[[], bool] | None,
     ) -> UpdateResult:
         """Extract ``messages[start:end]`` and commit it with the watermark after ``end``."""
         start, end = span
@@ -265,6 +275,12 @@ class Updater:
 
         def attempt() -> UpdateResult:
             current = fresh.pop() if fresh else self._store.load(scope)
+            if current.revision < document.revision or (erased is not None and erased()):
+                logger.info("update for %s discarded: the user was erased meanwhile", scope)
+                return UpdateResult(
+                    scope, thread_id, current.revision, False, usage=extraction.usage,
+                    messages_sent=len(new), skipped="user erased during update", requests=1,
+                )  # fmt: skip
             if cleared(current):
                 logger.info("update for %s discarded: memory was cleared meanwhile", scope)
                 revision = self.mark_seen(scope, thread_id, messages, current)
@@ -291,13 +307,36 @@ class Updater:
                     scope, thread_id, current.revision, False, applied.changes,
                     extraction.usage, len(new), skipped="no change", requests=1,
                 )  # fmt: skip
-            stored = self._store.commit(scope, result_doc, expected_revision=current.revision)
+            stored = self._commit(
+                scope, result_doc, current.revision,
+                applied.changes, thread_id=thread_id, turns=new, at=iso(now),
+            )  # fmt: skip
             return UpdateResult(
                 scope, thread_id, stored.revision, True, applied.changes,
                 extraction.usage, len(new), requests=1,
             )  # fmt: skip
 
         return self.retry(scope, attempt)
+
+    def _commit(
+        self,
+        scope: Scope,
+        document: MemoryDocument,
+        expected: int,
+        changes: Sequence[Change],
+        *,
+        thread_id: str,
+        turns: Sequence[Message],
+        at: str,
+    ) -> MemoryDocument:
+        if not self._history:
+            return self._store.commit(scope, document, expected_revision=expected)
+        events = _events.from_changes(
+            changes, at=at, extractor=self._extractor.name, thread_id=thread_id,
+            turns=turns, scrub=self._redactor,
+        )  # fmt: skip
+        commit: Callable[..., MemoryDocument] = self._store.commit
+        return commit(scope, document, expected_revision=expected, events=events)
 
     def mark_seen(
         self,
