@@ -97,7 +97,9 @@ class AlwaysRacing(InMemoryStore):
         super().__init__()
         self.attempts = 0
 
-    def commit(self, scope: Scope, document: MemoryDocument, *, expected_revision: int) -> Any:
+    def commit(
+        self, scope: Scope, document: MemoryDocument, *, expected_revision: int, **events: Any
+    ) -> Any:
         self.attempts += 1
         raise ConflictError(scope, expected=expected_revision, actual=expected_revision + 1)
 
