@@ -10,14 +10,16 @@ here is pure and runs on every agent turn, so the common paths avoid needless wo
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 from memfold.model import Message
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "DEFAULT_UPLOAD_TAGS",
     "capture",
     "format_for_prompt",
     "has_minimum_dialogue",
@@ -65,9 +67,19 @@ _TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_call", "function_call", "serv
 # Tool output sent back in a user-role message (Anthropic style) is tool traffic, not a turn.
 _TOOL_RESULT_BLOCKS: Final = frozenset({"tool_result", "function_call_output"})
 
-_UPLOADS: Final = re.compile(
-    r"<uploaded_files\b[^>]*>.*?(?:</uploaded_files\s*>|\Z)", re.IGNORECASE | re.DOTALL
-)
+#: Tags whose blocks ``capture`` strips from user text (``upload_tags`` in the config).
+DEFAULT_UPLOAD_TAGS: Final = ("uploaded_files", "current_uploads")
+
+
+@functools.lru_cache(maxsize=32)
+def _upload_blocks(tags: tuple[str, ...]) -> re.Pattern[str] | None:
+    """``<tag …>…</tag>`` for any of ``tags`` (any case, across lines; an unclosed block
+    runs to the end of the text)."""
+    if not tags:
+        return None
+    names = "|".join(re.escape(tag) for tag in tags)
+    return re.compile(rf"<({names})\b[^>]*>.*?(?:</\1\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+
 
 # --- trivial acknowledgements ------------------------------------------------------------
 
@@ -187,11 +199,13 @@ def is_trivial(text: str) -> bool:
     return not key or key in _ACK_EXACT or _ACK.fullmatch(key) is not None
 
 
-def strip_uploads(text: str) -> str:
-    """Remove ``<uploaded_files>…</uploaded_files>`` blocks (any case, across lines)."""
-    if "<" not in text:
+def strip_uploads(text: str, tags: Sequence[str] = DEFAULT_UPLOAD_TAGS) -> str:
+    """Remove ``<uploaded_files>…</uploaded_files>`` and ``<current_uploads>…`` blocks
+    (or those of ``tags``; any case, across lines)."""
+    pattern = _upload_blocks(tuple(tags))
+    if pattern is None or "<" not in text:
         return text
-    return _UPLOADS.sub("", text).strip()
+    return pattern.sub("", text).strip()
 
 
 # --- normalisation ------------------------------------------------------------------------
@@ -409,13 +423,16 @@ def _from_pair(raw: tuple[object, ...] | list[object], index: int) -> _Item:
 # --- public API ---------------------------------------------------------------------------
 
 
-def capture(messages: Iterable[object]) -> tuple[Message, ...]:
+def capture(
+    messages: Iterable[object], *, upload_tags: Sequence[str] = DEFAULT_UPLOAD_TAGS
+) -> tuple[Message, ...]:
     """Normalise and filter an agent's messages down to what memory learns from.
 
     Keeps user messages and final assistant answers (no tool calls, non-empty text), in
     order, with their ids. Drops system/developer/tool messages, hidden messages, upload
-    blocks inside user text, and user turns that are empty after that or only an
-    acknowledgement, together with the assistant reply that follows such a turn.
+    blocks inside user text (the ``upload_tags`` blocks), and user turns that are empty
+    after that or only an acknowledgement, together with the assistant reply that follows
+    such a turn.
 
     Raises:
         TypeError: ``messages`` is a single message or string rather than an iterable of
@@ -440,7 +457,7 @@ def capture(messages: Iterable[object]) -> tuple[Message, ...]:
             if dropped:
                 continue  # a hidden user message (e.g. an injected reminder) is invisible
             if "<" in text:
-                text = strip_uploads(text)
+                text = strip_uploads(text, upload_tags)
             if not text or is_trivial(text):
                 skip_reply = True
                 continue

@@ -11,7 +11,7 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from types import TracebackType
@@ -20,14 +20,16 @@ from typing import Any, Self, TypeVar
 from memfold import edits
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
-from memfold.errors import MemfoldError
+from memfold.errors import ExtractionError, MemfoldError
 from memfold.extract.base import Extractor, Usage
 from memfold.inject import ContextRenderer
 from memfold.model import (
     DocumentError,
     Fact,
     MemoryDocument,
+    Message,
     Scope,
+    Signals,
     document_from_dict,
     document_to_dict,
 )
@@ -147,7 +149,7 @@ class Memory:
         filtering, the queue refused a new key under backpressure, or this ``Memory`` is
         closed).
         """
-        kept = capture(messages)
+        kept = capture(messages, upload_tags=self.config.upload_tags)
         if not has_minimum_dialogue(kept):
             return False
         if self.config.queue != "memory":
@@ -218,7 +220,7 @@ class Memory:
     def _process_job(self, job: Job) -> UpdateResult:
         # A retry keeps the key and the first-record time, so it stays fenced too.
         mark = (job.key, job.enqueued_at)
-        result = self._updater.run(
+        result = self._run_update(
             job.scope, job.thread_id, job.messages, job.signals,
             fenced=lambda: mark in self._fenced,
         )  # fmt: skip
@@ -249,13 +251,31 @@ class Memory:
             StorageError: the store failed (stored memory intact).
         """
         scope = Scope(user_id, agent)
-        kept = capture(messages)  # the updater redacts them before extraction
+        kept = capture(
+            messages, upload_tags=self.config.upload_tags
+        )  # the updater redacts them before extraction
         if not has_minimum_dialogue(kept):
             doc = self._store.load(scope)
             return UpdateResult(scope, thread_id, doc.revision, False, skipped="no dialogue")
-        result = self._updater.run(scope, thread_id, kept, detect(kept))
+        result = self._run_update(scope, thread_id, kept, detect(kept))
         self._add_usage(result.usage)
         return result
+
+    def _run_update(
+        self,
+        scope: Scope,
+        thread_id: str,
+        messages: Sequence[Message],
+        signals: Signals,
+        *,
+        fenced: Callable[[], bool] | None = None,
+    ) -> UpdateResult:
+        try:
+            return self._updater.run(scope, thread_id, messages, signals, fenced=fenced)
+        except ExtractionError as exc:
+            if exc.usage is not None:  # an unusable reply was still paid for
+                self._add_usage(exc.usage)
+            raise
 
     # --- reading ------------------------------------------------------------------------
 

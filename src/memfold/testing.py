@@ -9,14 +9,29 @@ Every fake keeps its state on the instance, never on the class.
   the real stores.
 - :class:`FakeOpenAIServer`: a real HTTP server on 127.0.0.1 speaking the OpenAI
   chat-completions protocol with scripted replies, for end-to-end tests of the real
-  client code path.
+  client code path. ``handler=`` answers requests by their content (e.g. the agent's calls
+  apart from memfold's, see :func:`is_extraction_request`), and
+  :func:`reject_json_schema_like_llama_cpp` answers like llama-cpp-python's server.
 """
 
 from __future__ import annotations
 
-from memfold.llm.fake_server import FakeOpenAIServer, FakeReply
+from memfold.llm.fake_server import (
+    FakeOpenAIServer,
+    FakeReply,
+    is_extraction_request,
+    reject_json_schema_like_llama_cpp,
+)
 from memfold.llm.scripted import ScriptedChatModel
 from memfold.queue.clock import FakeClock
 from memfold.store.inmemory import InMemoryStore
 
-__all__ = ["FakeClock", "FakeOpenAIServer", "FakeReply", "InMemoryStore", "ScriptedChatModel"]
+__all__ = [
+    "FakeClock",
+    "FakeOpenAIServer",
+    "FakeReply",
+    "InMemoryStore",
+    "ScriptedChatModel",
+    "is_extraction_request",
+    "reject_json_schema_like_llama_cpp",
+]

@@ -1,16 +1,21 @@
 """Tolerant parsing of an extraction reply into a :class:`ChangeSet`.
 
-The reply is the first JSON object that has at least one of the top-level keys ``user``,
-``history``, ``newFacts``, ``factsToRemove``, wherever it sits: after a ``<think>`` trace,
-inside ``` fences, between prose, or as a JSON string holding the object. Within it, each
-invalid item is dropped on its own and the rest is kept. Removals are allowed only when
-nothing was dropped and every value had the right type, because a half-understood reply
-must not delete memory.
+The reply is the first JSON object whose top-level keys ``user``, ``history``,
+``newFacts``, ``factsToRemove`` (at least one) have the right types, wherever it sits:
+after a ``<think>`` trace, inside ``` fences, between prose (after a decoy such as
+``Example: {"user": "alice"}``), or as a JSON string holding the object. Within it, each
+invalid item is dropped on its own (and listed in ``ChangeSet.dropped``) and the rest is
+kept. Removals are allowed only when no fact or removal was dropped and each had the right
+types, because a half-understood reply must not delete memory; a slip in a summary section
+(``"recentMonths": []``) drops that section only. A reply whose every item was invalid is
+an empty change set, not an error: the model answered, and asking again would not help.
 
 What small local models get wrong in the syntax is accepted only where the meaning stays
 unambiguous: trailing commas and ``//`` or ``/* */`` comments outside strings are skipped
-(and do not count against removals). Single-quoted strings, Python literals (``True``,
-``None``), unquoted keys and truncated objects are not repaired: the reply is unusable.
+(and do not count against removals), and raw newlines or tabs inside strings (which
+grammar-constrained output holds) are read as text. Single-quoted strings, Python literals
+(``True``, ``None``), unquoted keys and truncated objects are not repaired: the reply is
+unusable.
 """
 
 from __future__ import annotations
@@ -127,9 +132,26 @@ def _lenient_object(text: str, start: int) -> Any:
     else:
         return None
     try:
-        return json.loads("".join(out))
+        return json.loads("".join(out), strict=False)
     except ValueError:
         return None
+
+
+_REPLY_TYPES: dict[str, type] = {
+    "user": dict,
+    "history": dict,
+    "newFacts": list,
+    "factsToRemove": list,
+}
+
+
+def _well_typed(value: dict[str, Any]) -> bool:
+    """Every reply key present holds the right kind of value (null counts as absent)."""
+    return all(
+        value[key] is None or isinstance(value[key], kind)
+        for key, kind in _REPLY_TYPES.items()
+        if key in value
+    )
 
 
 def _find_object(text: str) -> dict[str, Any] | None:
@@ -141,13 +163,14 @@ def _find_object(text: str) -> dict[str, Any] | None:
     if stripped.startswith('"'):
         # The whole reply is a JSON string that holds the object (double-encoded).
         try:
-            inner = json.loads(stripped)
+            inner = json.loads(stripped, strict=False)
         except ValueError:
             inner = None
         if isinstance(inner, str):
             return _find_object(inner)
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # grammar output has raw newlines in strings
     repairable = _REPAIRABLE.search(text) is not None
+    first: dict[str, Any] | None = None
     start = text.find("{")
     while start != -1:
         try:
@@ -155,26 +178,37 @@ def _find_object(text: str) -> dict[str, Any] | None:
         except ValueError:
             value = _lenient_object(text, start) if repairable else None
         if isinstance(value, dict) and any(key in value for key in REPLY_KEYS):
-            return value
+            if _well_typed(value):
+                return value
+            first = first or value  # its problems are reported if nothing better follows
         start = text.find("{", start + 1)
-    return None
+    return first
 
 
 class _Problems:
-    """Collects what was dropped or mistyped; any entry forbids removals."""
+    """Collects what was dropped or mistyped. A problem in a fact or a removal forbids
+    removals; one in a summary section (``soft``) drops only that section."""
 
     def __init__(self) -> None:
         self.items: list[str] = []
+        self.blocking = False
 
-    def add(self, what: str) -> None:
+    def add(self, what: str, *, soft: bool = False) -> None:
         self.items.append(what)
+        self.blocking = self.blocking or not soft
 
     def __bool__(self) -> bool:
         return bool(self.items)
 
 
 def _label(
-    item: Mapping[str, Any], key: str, allowed: Mapping[str, Any], where: str, problems: _Problems
+    item: Mapping[str, Any],
+    key: str,
+    allowed: Mapping[str, Any],
+    where: str,
+    problems: _Problems,
+    *,
+    soft: bool = False,
 ) -> tuple[bool, Any]:
     """(ok, value): a missing label is None (apply rejects it), an unknown one is invalid."""
     raw = item.get(key)
@@ -182,7 +216,7 @@ def _label(
         return True, None
     if isinstance(raw, str) and raw.strip().lower() in allowed:
         return True, allowed[raw.strip().lower()]
-    problems.add(f"{where}.{key}={raw!r} is not one of {', '.join(allowed)}")
+    problems.add(f"{where}.{key}={raw!r} is not one of {', '.join(allowed)}", soft=soft)
     return False, None
 
 
@@ -193,7 +227,7 @@ def _summaries(data: Mapping[str, Any], problems: _Problems) -> list[SummaryUpda
         if raw_group is None:
             continue
         if not isinstance(raw_group, Mapping):
-            problems.add(f"{group} is {type(raw_group).__name__}, not an object")
+            problems.add(f"{group} is {type(raw_group).__name__}, not an object", soft=True)
             continue
         for name in sections:
             item = raw_group.get(name)
@@ -201,20 +235,22 @@ def _summaries(data: Mapping[str, Any], problems: _Problems) -> list[SummaryUpda
             if item is None:
                 continue
             if not isinstance(item, Mapping):
-                problems.add(f"{where} is {type(item).__name__}, not an object")
+                problems.add(f"{where} is {type(item).__name__}, not an object", soft=True)
                 continue
             should = item.get("shouldUpdate", "summary" in item)
             if not isinstance(should, bool):
-                problems.add(f"{where}.shouldUpdate={should!r} is not true/false")
+                problems.add(f"{where}.shouldUpdate={should!r} is not true/false", soft=True)
                 continue
             if not should:
                 continue
             summary = item.get("summary")
             if not isinstance(summary, str) or not summary.strip():
-                problems.add(f"{where}.summary is missing or empty")
+                problems.add(f"{where}.summary is missing or empty", soft=True)
                 continue
-            ok_scope, scope = _label(item, "scope", _SCOPES, where, problems)
-            ok_dur, durability = _label(item, "durability", _DURABILITIES, where, problems)
+            ok_scope, scope = _label(item, "scope", _SCOPES, where, problems, soft=True)
+            ok_dur, durability = _label(
+                item, "durability", _DURABILITIES, where, problems, soft=True
+            )
             if ok_scope and ok_dur:
                 out.append(SummaryUpdate(name, summary.strip(), scope, durability))
     return out
@@ -273,8 +309,8 @@ def parse_reply(text: str | list[Any], *, refs: Mapping[str, str]) -> ChangeSet:
     refs are ignored, ``replacedBy`` is re-indexed to the kept new facts.
 
     Raises:
-        ExtractionError: no JSON object with a reply key was found, or the object held
-            problems and nothing usable (carries the truncated raw text).
+        ExtractionError: no JSON object with a reply key was found (carries the truncated
+            raw text). A reply whose items are all invalid is an empty change set.
     """
     raw = flatten_content(text)
     data = _find_object(raw)
@@ -317,7 +353,7 @@ def parse_reply(text: str | list[Any], *, refs: Mapping[str, str]) -> ChangeSet:
             continue
         fact_id = _resolve_ref(item.get("ref"), refs)
         if fact_id is None:
-            log.debug("%s: ignoring unknown ref %r", where, item.get("ref"))
+            problems.add(f"{where}.ref={item.get('ref')!r} names no listed fact", soft=True)
             continue
         if fact_id in seen:
             continue
@@ -338,17 +374,15 @@ def parse_reply(text: str | list[Any], *, refs: Mapping[str, str]) -> ChangeSet:
 
     if problems:
         log.warning(
-            "extraction reply: dropped or mistyped %d item(s), removals disabled: %s",
+            "extraction reply: dropped or mistyped %d item(s)%s: %s",
             len(problems.items),
+            ", removals disabled" if problems.blocking else "",
             "; ".join(problems.items[:5]),
         )
-        if not (summaries or new_facts or removals):
-            raise ExtractionError(
-                "the model's reply had no usable item: " + "; ".join(problems.items[:5]), raw=raw
-            )
     return ChangeSet(
         summaries=tuple(summaries),
         new_facts=tuple(new_facts),
         removals=tuple(removals),
-        removals_allowed=not problems,
+        removals_allowed=not problems.blocking,
+        dropped=tuple(problems.items),
     )

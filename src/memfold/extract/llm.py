@@ -17,7 +17,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from memfold.errors import ConfigError
+from memfold.errors import ConfigError, ExtractionError
 from memfold.extract._parse import parse_reply
 from memfold.extract.base import Extraction, ExtractionRequest, Usage
 from memfold.llm.base import ChatMessage, ChatModel, Completion
@@ -44,57 +44,72 @@ USER_TEMPLATE = "extraction_user.txt"
 #: Longest message text kept in the prompt; longer messages keep their head and tail.
 MAX_MESSAGE_CHARS = 1000
 
+#: Most items one reply may hold (a grammar-constrained model cannot loop on forever).
+MAX_REPLY_ITEMS = 20
+_LABELS: dict[str, Any] = {
+    "scope": {"enum": ["user", "task"]},
+    "durability": {"enum": ["durable", "temporary"]},
+}
 _SUMMARY_ITEM: dict[str, Any] = {
     "type": "object",
     "properties": {
         "shouldUpdate": {"type": "boolean"},
-        "summary": {"type": "string"},
-        "scope": {"enum": ["user", "task"]},
-        "durability": {"enum": ["durable", "temporary"]},
+        "summary": {"type": "string", "maxLength": 800},
+        **_LABELS,
     },
-    "required": ["shouldUpdate"],
+    "required": ["shouldUpdate", "summary", "scope", "durability"],
+    "additionalProperties": False,
 }
-#: JSON schema of the reply, passed to models that support structured output.
+
+
+def _sections(names: Sequence[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": dict.fromkeys(names, _SUMMARY_ITEM),
+        "additionalProperties": False,
+    }
+
+
+#: JSON schema of the reply, passed to models that support structured output (and written
+#: into the prompt for those that do not). It describes the shape only: no example values.
 EXTRACTION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "user": {
-            "type": "object",
-            "properties": dict.fromkeys(USER_SECTIONS, _SUMMARY_ITEM),
-        },
-        "history": {
-            "type": "object",
-            "properties": dict.fromkeys(HISTORY_SECTIONS, _SUMMARY_ITEM),
-        },
         "newFacts": {
             "type": "array",
+            "maxItems": MAX_REPLY_ITEMS,
             "items": {
                 "type": "object",
                 "properties": {
-                    "content": {"type": "string"},
+                    "content": {"type": "string", "maxLength": 300},
                     "category": {"type": "string"},
                     "confidence": {"type": "number"},
                     "sourceError": {"type": ["string", "null"]},
-                    "scope": {"enum": ["user", "task"]},
-                    "durability": {"enum": ["durable", "temporary"]},
+                    **_LABELS,
                 },
                 "required": ["content", "category", "confidence", "scope", "durability"],
+                "additionalProperties": False,
             },
         },
         "factsToRemove": {
             "type": "array",
+            "maxItems": MAX_REPLY_ITEMS,
             "items": {
                 "type": "object",
                 "properties": {
                     "ref": {"type": "string"},
-                    "reason": {"type": "string"},
+                    "reason": {"type": "string", "maxLength": 300},
                     "replacedBy": {"type": ["integer", "null"]},
                 },
-                "required": ["ref"],
+                "required": ["ref", "reason", "replacedBy"],
+                "additionalProperties": False,
             },
         },
+        "user": _sections(USER_SECTIONS),
+        "history": _sections(HISTORY_SECTIONS),
     },
     "required": ["newFacts", "factsToRemove"],
+    "additionalProperties": False,
 }
 
 _CORRECTION_HINT = (
@@ -222,7 +237,16 @@ class LLMExtractor:
             {"categories": ", ".join(categories)},
         )
         # Fail at construction, not mid-update, when an override has a bad placeholder.
-        _fill(self._user_template, USER_TEMPLATE, {"memory": "", "conversation": "", "hints": ""})
+        fixed_user = _fill(
+            self._user_template, USER_TEMPLATE, {"memory": "", "conversation": "", "hints": ""}
+        )
+        #: The prompt's own text, which a reply must not echo back as content.
+        self.instructions: tuple[str, ...] = (
+            self.system_prompt,
+            fixed_user,
+            _CORRECTION_HINT,
+            _REINFORCEMENT_HINT,
+        )
 
     def prompt(self, request: ExtractionRequest) -> tuple[list[ChatMessage], dict[str, str]]:
         """The messages :meth:`propose` sends, and the ref → fact id map for parsing."""
@@ -249,8 +273,18 @@ class LLMExtractor:
         completion = self.chat_model.complete(
             messages, json_schema=EXTRACTION_SCHEMA, timeout=self.timeout
         )
-        change_set = parse_reply(completion.text, refs=refs)
-        return Extraction(change_set=change_set, usage=self._usage(messages, completion))
+        usage = self._usage(messages, completion)
+        try:
+            change_set = parse_reply(completion.text, refs=refs)
+        except ExtractionError as exc:
+            # The request was paid for: its usage is counted all the same.
+            hint = (
+                "; the reply stopped at the output-token limit: raise llm.max_output_tokens"
+                if completion.truncated
+                else ""
+            )
+            raise ExtractionError(f"{exc}{hint}", raw=exc.raw, usage=usage) from exc
+        return Extraction(change_set=change_set, usage=usage, instructions=self.instructions)
 
     def _usage(self, messages: Sequence[ChatMessage], completion: Completion) -> Usage:
         if completion.usage is not None:

@@ -36,10 +36,14 @@ class ChatMessage:
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """A model's reply text and, when the provider reports it, the tokens it cost."""
+    """A model's reply text and, when the provider reports it, the tokens it cost.
+
+    ``truncated`` is True when the reply stopped at the output-token limit.
+    """
 
     text: str
     usage: Usage | None = None
+    truncated: bool = False
 
 
 class ChatModelError(MemfoldError):
