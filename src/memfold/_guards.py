@@ -96,6 +96,8 @@ _EDGE_CHARS: Final = " \t\r\n\"'`<>[]{}()*_.:;,!?…-—–/\\|#=+~"
 # (Not a redaction marker: "[REDACTED:github_token]" stands for real content.)
 _SLOT: Final = re.compile(r"(?!\[REDACTED\b)[<\[{][^<>\[\]{}\n]{0,80}[>\]}]")
 _ELLIPSIS: Final = re.compile(r"\.{2,}|…+")
+# A memory ref ("f3") copied where content belongs.
+_REF_ONLY: Final = re.compile(r"f\d{1,4}", re.IGNORECASE)
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")
 
 #: Share of a text's words found in one instruction clause that makes it an echo.
@@ -152,7 +154,7 @@ def is_placeholder(text: str) -> bool:
         return True
     if " ".join(core.casefold().split()) in _PLACEHOLDER_WORDS:
         return True
-    if _SLOT.fullmatch(stripped):
+    if _SLOT.fullmatch(stripped) or _REF_ONLY.fullmatch(core):
         return True
     if _ELLIPSIS.search(stripped) or _SLOT.search(stripped):
         # "Work: ...", "<role> at <company>": what is left once the slots go is only labels.

@@ -185,6 +185,55 @@ def _find_object(text: str) -> dict[str, Any] | None:
     return first
 
 
+#: How many cut points a truncated reply is tried at, last first.
+_SALVAGE_TRIES = 64
+
+
+def _salvage(text: str) -> dict[str, Any] | None:
+    """The complete items of a reply the model stopped writing midway (it ran out of output
+    tokens): the last unclosed object, up to its last closed object or list, with its open
+    brackets closed. Anything cut inside an item is left out."""
+    text = _THINKING.sub(" ", text)
+    start = -1
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []  # (end, closers) after each closed inner object or list
+    in_string = escaped = False
+    for i, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif not stack:
+            if char == "{":  # a new candidate; what came before was prose or closed
+                start, cuts = i, []
+                stack.append("}")
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]":
+            if stack.pop() != char:
+                return None
+            if stack:
+                cuts.append((i + 1, "".join(reversed(stack))))
+            else:
+                start, cuts = -1, []  # it closed after all: not the truncated reply
+    if start == -1:
+        return None
+    decoder = json.JSONDecoder(strict=False)
+    for end, closers in reversed(cuts[-_SALVAGE_TRIES:]):
+        try:
+            value = decoder.decode(text[start:end] + closers)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and any(key in value for key in REPLY_KEYS):
+            return value
+    return None
+
+
 class _Problems:
     """Collects what was dropped or mistyped. A problem in a fact or a removal forbids
     removals; one in a summary section (``soft``) drops only that section."""
@@ -302,11 +351,15 @@ def _resolve_ref(raw: object, refs: Mapping[str, str]) -> str | None:
     return text if text in refs.values() else None
 
 
-def parse_reply(text: str | list[Any], *, refs: Mapping[str, str]) -> ChangeSet:
+def parse_reply(
+    text: str | list[Any], *, refs: Mapping[str, str], truncated: bool = False
+) -> ChangeSet:
     """Parse a model's extraction reply (a string or a list of content blocks).
 
     ``refs`` maps the prompt's fact refs (``f1``...) to real fact ids; removals of unknown
-    refs are ignored, ``replacedBy`` is re-indexed to the kept new facts.
+    refs are ignored, ``replacedBy`` is re-indexed to the kept new facts. ``truncated``
+    says the model stopped at its output-token limit: an unclosed reply then keeps its
+    complete items (and may remove nothing).
 
     Raises:
         ExtractionError: no JSON object with a reply key was found (carries the truncated
@@ -314,6 +367,12 @@ def parse_reply(text: str | list[Any], *, refs: Mapping[str, str]) -> ChangeSet:
     """
     raw = flatten_content(text)
     data = _find_object(raw)
+    problems = _Problems()
+    if truncated and (data is None or not _well_typed(data)):
+        salvaged = _salvage(raw)
+        if salvaged is not None and (data is None or _well_typed(salvaged)):
+            data = salvaged
+            problems.add("the reply was cut at the output-token limit; kept its complete items")
     if data is None:
         what = "an empty reply" if not raw.strip() else f"a {len(raw)}-char reply"
         raise ExtractionError(
@@ -321,7 +380,6 @@ def parse_reply(text: str | list[Any], *, refs: Mapping[str, str]) -> ChangeSet:
             "the model did not follow the output format",
             raw=raw,
         )
-    problems = _Problems()
     summaries = _summaries(data, problems)
 
     new_facts: list[NewFact] = []

@@ -45,71 +45,66 @@ USER_TEMPLATE = "extraction_user.txt"
 MAX_MESSAGE_CHARS = 1000
 
 #: Most items one reply may hold (a grammar-constrained model cannot loop on forever).
-MAX_REPLY_ITEMS = 20
+MAX_REPLY_ITEMS = 10
 _LABELS: dict[str, Any] = {
-    "scope": {"enum": ["user", "task"]},
-    "durability": {"enum": ["durable", "temporary"]},
+    "scope": {"$ref": "#/$defs/scope"},
+    "durability": {"$ref": "#/$defs/durability"},
 }
-_SUMMARY_ITEM: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "shouldUpdate": {"type": "boolean"},
-        "summary": {"type": "string", "maxLength": 800},
-        **_LABELS,
-    },
-    "required": ["shouldUpdate", "summary", "scope", "durability"],
-    "additionalProperties": False,
-}
+_SUMMARY: dict[str, Any] = {"$ref": "#/$defs/summary"}
 
 
-def _sections(names: Sequence[str]) -> dict[str, Any]:
+def _strict(properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
     return {
         "type": "object",
-        "properties": dict.fromkeys(names, _SUMMARY_ITEM),
+        "properties": properties,
+        "required": list(required),
         "additionalProperties": False,
     }
 
 
+def _list_of(properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
+    return {"type": "array", "maxItems": MAX_REPLY_ITEMS, "items": _strict(properties, required)}
+
+
+def _sections(names: Sequence[str]) -> dict[str, Any]:
+    properties = dict.fromkeys(names, _SUMMARY)
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+_FACT: dict[str, Any] = {
+    "content": {"type": "string"},
+    "category": {"type": "string"},
+    "confidence": {"type": "number"},
+    "sourceError": {"type": ["string", "null"]},
+    **_LABELS,
+}
+_REMOVAL: dict[str, Any] = {
+    "ref": {"type": "string"},
+    "reason": {"type": "string"},
+    "replacedBy": {"type": ["integer", "null"]},
+}
 #: JSON schema of the reply, passed to models that support structured output (and written
 #: into the prompt for those that do not). It describes the shape only: no example values.
 EXTRACTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "newFacts": {
-            "type": "array",
-            "maxItems": MAX_REPLY_ITEMS,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "content": {"type": "string", "maxLength": 300},
-                    "category": {"type": "string"},
-                    "confidence": {"type": "number"},
-                    "sourceError": {"type": ["string", "null"]},
-                    **_LABELS,
-                },
-                "required": ["content", "category", "confidence", "scope", "durability"],
-                "additionalProperties": False,
-            },
-        },
-        "factsToRemove": {
-            "type": "array",
-            "maxItems": MAX_REPLY_ITEMS,
-            "items": {
-                "type": "object",
-                "properties": {
-                    "ref": {"type": "string"},
-                    "reason": {"type": "string", "maxLength": 300},
-                    "replacedBy": {"type": ["integer", "null"]},
-                },
-                "required": ["ref", "reason", "replacedBy"],
-                "additionalProperties": False,
-            },
-        },
-        "user": _sections(USER_SECTIONS),
-        "history": _sections(HISTORY_SECTIONS),
+    "$defs": {
+        "scope": {"enum": ["user", "task"]},
+        "durability": {"enum": ["durable", "temporary"]},
+        "summary": _strict(
+            {"shouldUpdate": {"type": "boolean"}, "summary": {"type": "string"}, **_LABELS},
+            ["shouldUpdate", "summary", "scope", "durability"],
+        ),
     },
-    "required": ["newFacts", "factsToRemove"],
-    "additionalProperties": False,
+    **_strict(
+        {
+            "newFacts": _list_of(
+                _FACT, ["content", "category", "confidence", "scope", "durability"]
+            ),
+            "factsToRemove": _list_of(_REMOVAL, ["ref", "reason", "replacedBy"]),
+            "user": _sections(USER_SECTIONS),
+            "history": _sections(HISTORY_SECTIONS),
+        },
+        ["newFacts", "factsToRemove"],
+    ),
 }
 
 _CORRECTION_HINT = (
@@ -275,7 +270,7 @@ class LLMExtractor:
         )
         usage = self._usage(messages, completion)
         try:
-            change_set = parse_reply(completion.text, refs=refs)
+            change_set = parse_reply(completion.text, refs=refs, truncated=completion.truncated)
         except ExtractionError as exc:
             # The request was paid for: its usage is counted all the same.
             hint = (
