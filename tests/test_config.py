@@ -168,7 +168,7 @@ def test_llm_defaults_negotiate_the_format_and_cap_the_output():
 def test_llm_response_format_is_validated_and_pins_the_client():
     from memfold.llm.factory import make_chat_model
 
-    with pytest.raises(ConfigError, match="llm.response_format='yaml'"):
+    with pytest.raises(ConfigError, match=r"llm\.response_format='yaml'"):
         MemoryConfig.build(env={}, llm={"model": "m", "response_format": "yaml"})
     cfg = MemoryConfig.build(
         env={}, llm={"model": "m", "api_key_env": None, "response_format": "json_object_schema"}
@@ -184,14 +184,14 @@ def test_llm_json_mode_still_works_and_must_agree_with_response_format():
     cfg = MemoryConfig.build(env={}, llm={"model": "m", "api_key_env": None, "json_mode": "off"})
     assert cfg.llm is not None
     assert make_chat_model(cfg.llm).response_format == "text"  # type: ignore[attr-defined]
-    with pytest.raises(ConfigError, match="llm.json_mode=off contradicts llm.response_format"):
+    with pytest.raises(ConfigError, match=r"llm\.json_mode=off contradicts llm\.response_format"):
         MemoryConfig.build(
             env={}, llm={"model": "m", "json_mode": "off", "response_format": "json_schema"}
         )
 
 
 def test_llm_max_output_tokens_is_bounded():
-    with pytest.raises(ConfigError, match="llm.max_output_tokens=4: must be between 16"):
+    with pytest.raises(ConfigError, match=r"llm\.max_output_tokens=4: must be between 16"):
         MemoryConfig.build(env={}, llm={"model": "m", "max_output_tokens": 4})
 
 

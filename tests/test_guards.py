@@ -88,7 +88,7 @@ def test_an_answer_the_user_confirmed_counts_as_the_users() -> None:
         ("user", "Perfect, exactly what I needed."),
     )
     assert not from_assistant("Uses ruff for linting and formatting Python", Evidence(turns=turns))
-    unconfirmed = turns[:2] + (Message("user", "Hmm, let me think."),)
+    unconfirmed = (*turns[:2], Message("user", "Hmm, let me think."))
     assert from_assistant(
         "Uses ruff for linting and formatting Python", Evidence(turns=unconfirmed)
     )

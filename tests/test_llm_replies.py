@@ -337,7 +337,7 @@ def test_a_cut_reply_keeps_its_complete_items_and_says_how_to_fix_the_cut(
     )[:-60]
     harness.update("I'm a nurse and I moved to Oslo.", "Nice.", Completion(cut, truncated=True))
     assert harness.facts() == ["Lives in Stockholm", "Works as a nurse", "Lives in Oslo"]
-    with pytest.raises(ExtractionError, match="raise llm.max_output_tokens"):
+    with pytest.raises(ExtractionError, match=r"raise llm\.max_output_tokens"):
         harness.update("More.", "OK.", Completion('{"newFacts": [{"content": "x', truncated=True))
 
 

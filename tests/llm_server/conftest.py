@@ -67,14 +67,16 @@ def _model_path(python: str) -> str:
     return found.stdout.strip()
 
 
-def _die_with_parent() -> None:
-    """Linux: the server gets SIGKILL when the test process dies, even if killed hard."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
-    except (OSError, AttributeError):
-        pass
+# Starts the server so that it gets SIGKILL when the test process dies, even when that is
+# killed hard (Linux: PR_SET_PDEATHSIG survives exec); elsewhere it just starts it.
+_LAUNCH = (
+    "import ctypes, os, sys\n"
+    "try:\n"
+    "    ctypes.CDLL('libc.so.6').prctl(1, 9)\n"
+    "except (OSError, AttributeError):\n"
+    "    pass\n"
+    "os.execv(sys.executable, [sys.executable, '-m', 'llama_cpp.server', *sys.argv[1:]])\n"
+)
 
 
 def _free_port() -> int:
@@ -110,13 +112,11 @@ def llama_server() -> Iterator[str]:
     port = _free_port()
     log = Path(tempfile.mkdtemp(prefix="memfold-llama-")) / "server.log"
     command = [
-        python, "-m", "llama_cpp.server", "--model", model, "--host", "127.0.0.1",
+        python, "-c", _LAUNCH, "--model", model, "--host", "127.0.0.1",
         "--port", str(port), "--n_ctx", "8192", "--n_threads", str(os.cpu_count() or 2),
     ]  # fmt: skip
     with log.open("wb") as out:
-        process = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
-        )
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_ready(url, process, log)

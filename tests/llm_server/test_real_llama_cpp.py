@@ -141,7 +141,7 @@ def test_memory_update_against_a_real_llama_cpp_server(
     assert modes[0] == "json_schema"
     assert exchanges[0].status == 500
     assert all(e.status == 200 for e in exchanges[1:]), [
-        (m, e.status) for m, e in zip(modes, exchanges)
+        (m, e.status) for m, e in zip(modes, exchanges, strict=True)
     ]
     assert set(modes[1:]) == {"json_object_schema"}
     assert len(exchanges) == len(CONVERSATIONS) + 1
