@@ -23,6 +23,7 @@ from memfold.conversation import capture, has_minimum_dialogue
 from memfold.errors import ExtractionError, MemfoldError
 from memfold.extract.base import Extractor, Usage
 from memfold.inject import ContextRenderer
+from memfold.llm.base import ChatModelError
 from memfold.model import (
     DocumentError,
     Fact,
@@ -272,7 +273,7 @@ class Memory:
     ) -> UpdateResult:
         try:
             return self._updater.run(scope, thread_id, messages, signals, fenced=fenced)
-        except ExtractionError as exc:
+        except (ExtractionError, ChatModelError) as exc:
             if exc.usage is not None:  # an unusable reply was still paid for
                 self._add_usage(exc.usage)
             raise

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from memfold import Memory, MemoryConfig
+from memfold.errors import ExtractionError
 from memfold.llm.base import ChatModelError
 from memfold.llm.fake_server import (
     FakeOpenAIServer,
@@ -171,3 +172,18 @@ def test_a_broken_handler_is_a_visible_server_error(tmp_path: Path) -> None:
             pytest.raises(ChatModelError, match="handler raised RuntimeError: oops"),
         ):
             chat.complete([ChatMessage("user", "hi")], timeout=2)
+
+
+def test_usage_of_a_reply_without_text_is_counted(server: FakeOpenAIServer, memory: Memory) -> None:
+    server.script(FakeReply.text(None, prompt_tokens=50, completion_tokens=3))
+    with pytest.raises(ChatModelError, match="no text"):
+        memory.update(turn("I use Go."), thread_id="t1", user_id="bo")
+    status = memory.status()
+    assert (status.prompt_tokens, status.completion_tokens) == (50, 3)
+
+
+def test_usage_of_an_unparsable_reply_is_counted(server: FakeOpenAIServer, memory: Memory) -> None:
+    server.script(FakeReply.text("I can't do JSON today.", prompt_tokens=900, completion_tokens=8))
+    with pytest.raises(ExtractionError):
+        memory.update(turn("I use Go."), thread_id="t1", user_id="bo")
+    assert memory.status().prompt_tokens == 900

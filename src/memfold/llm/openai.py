@@ -326,7 +326,8 @@ def _completion(response: Any, model: OpenAIChatModel) -> Completion:
     if not text.strip():
         refusal = getattr(message, "refusal", None)
         reason = f"refused: {_short(str(refusal))}" if refusal else "the reply has no text"
-        raise ChatModelError(f"{_where(model)}: {reason}")
+        usage = _usage(getattr(response, "usage", None))
+        raise ChatModelError(f"{_where(model)}: {reason}", usage=usage)
     finish = getattr(choices[0], "finish_reason", None)
     return Completion(
         text=text, usage=_usage(getattr(response, "usage", None)), truncated=finish == "length"
