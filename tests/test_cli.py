@@ -241,3 +241,53 @@ def test_empty_user_or_agent_in_a_later_line_stores_nothing(capsys, home, tmp_pa
     assert field in err
     _, out, _ = run(capsys, "--home", home, "--user", "u", "context")
     assert "(memory is empty)" in out
+
+
+# --- search ------------------------------------------------------------------------------
+
+
+def test_search_prints_matching_facts_best_first(capsys, home):
+    for text in ("Is allergic to peanuts", "Likes jazz", "养了一只橘猫，叫年糕"):
+        run(capsys, "--home", home, "--user", "u", "facts", "add", text)
+
+    code, out, _ = run(capsys, "--home", home, "--user", "u", "search", "peanut butter?")
+    assert code == 0
+    assert "Is allergic to peanuts" in out
+    assert "(score " in out
+    assert "jazz" not in out
+
+    _, out, _ = run(capsys, "--home", home, "--user", "u", "search", "年糕掉毛", "--json")
+    (hit,) = json.loads(out)
+    assert hit["fact"]["content"] == "养了一只橘猫，叫年糕"
+    assert hit["score"] > 0
+
+    code, out, _ = run(capsys, "--home", home, "--user", "u", "search", "quantum")
+    assert code == 0
+    assert "(no matching facts)" in out
+
+
+def test_search_category_limit_and_errors(capsys, home):
+    run(capsys, "--home", home, "facts", "add", "Runs every morning", "--category", "behavior")
+    run(capsys, "--home", home, "facts", "add", "Run a marathon", "--category", "goal")
+
+    _, out, _ = run(capsys, "--home", home, "search", "run", "--category", "goal")
+    assert "Run a marathon" in out
+    assert "every morning" not in out
+    code, _, err = run(capsys, "--home", home, "search", "   ")
+    assert code == 2
+    assert err.startswith("memfold: error: query is empty")
+    code, _, err = run(capsys, "--home", home, "search", "run", "--limit", "0")
+    assert code == 2
+
+
+def test_context_query_injects_the_relevant_fact_first(capsys, home):
+    for i in range(40):
+        run(capsys, "--home", home, "facts", "add", f"Knows tool {i}", "--confidence", "0.95")
+    run(capsys, "--home", home, "facts", "add", "Is allergic to peanuts and carries an EpiPen")
+
+    _, plain, _ = run(capsys, "--home", home, "context", "--max-tokens", "120")
+    _, relevant, _ = run(
+        capsys, "--home", home, "context", "--max-tokens", "120", "--query", "peanuts?"
+    )
+    assert "peanuts" not in plain
+    assert "Is allergic to peanuts" in relevant

@@ -7,7 +7,7 @@ with Memory(MemoryConfig(home="./.memfold")) as mem:
     prompt = mem.context(user_id="alice")
 """
 
-from memfold.config import LLMConfig, MemoryConfig
+from memfold.config import EmbeddingsConfig, LLMConfig, MemoryConfig
 from memfold.errors import (
     ConfigError,
     ConflictError,
@@ -21,6 +21,7 @@ from memfold.errors import (
 from memfold.memory import Memory
 from memfold.model import Fact, MemoryDocument, Scope, Summary
 from memfold.queue.base import QueueStatus
+from memfold.search import Embedder, EmbeddingError, SearchHit
 from memfold.updater import UpdateResult
 
 __version__ = "0.1.0"
@@ -30,6 +31,9 @@ __all__ = [
     "ConflictError",
     "CorruptMemoryError",
     "DuplicateFactError",
+    "Embedder",
+    "EmbeddingError",
+    "EmbeddingsConfig",
     "ExtractionError",
     "Fact",
     "FactNotFoundError",
@@ -40,6 +44,7 @@ __all__ = [
     "MemoryDocument",
     "QueueStatus",
     "Scope",
+    "SearchHit",
     "StorageError",
     "Summary",
     "UpdateResult",

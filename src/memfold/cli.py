@@ -181,12 +181,31 @@ def ingest(options: _Options, file: Path) -> None:
 
 @cli.command()
 @click.option("--max-tokens", type=click.IntRange(min=50), help="Budget for the block.")
+@click.option("--query", help="The user's message: inject the facts relevant to it first.")
 @click.pass_obj
-def context(options: _Options, max_tokens: int | None) -> None:
+def context(options: _Options, max_tokens: int | None, query: str | None) -> None:
     """Print the memory block memfold would inject into the system prompt."""
     with options.memory() as mem:
-        block = mem.context(**options.scope, max_tokens=max_tokens)
+        block = mem.context(**options.scope, max_tokens=max_tokens, query=query)
     click.echo(block if block else "(memory is empty)")
+
+
+@cli.command()
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--category", help="Only facts of this category.")
+@click.option("--json", "as_json", is_flag=True, help="Print the hits as JSON.")
+@click.pass_obj
+def search(options: _Options, query: str, limit: int, category: str | None, as_json: bool) -> None:
+    """Search one scope's facts for QUERY (English, Chinese or both), best first."""
+    with options.memory() as mem:
+        hits = mem.search(query, **options.scope, limit=limit, category=category)
+    if as_json:
+        click.echo(json.dumps([hit.to_dict() for hit in hits], ensure_ascii=False, indent=2))
+    elif not hits:
+        click.echo("(no matching facts)")
+    else:
+        click.echo("\n".join(f"{_fact_line(hit.fact)}  (score {hit.score:.3f})" for hit in hits))
 
 
 def _render_document(doc: MemoryDocument) -> str:

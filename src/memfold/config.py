@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from memfold.errors import ConfigError
 from memfold.model import DEFAULT_CATEGORIES
 
-__all__ = ["ENV_PREFIX", "LLMConfig", "MemoryConfig", "mask_secrets"]
+__all__ = ["ENV_PREFIX", "EmbeddingsConfig", "LLMConfig", "MemoryConfig", "mask_secrets"]
 
 ENV_PREFIX = "MEMFOLD_"
 
@@ -62,6 +62,22 @@ class LLMConfig(BaseModel):
             )
 
 
+class EmbeddingsConfig(BaseModel):
+    """Optional embeddings for hybrid search, from an OpenAI-compatible ``/v1/embeddings``
+    endpoint. The API key is never stored here: only the *name* of its variable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: Literal["openai"] = "openai"
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str | None = "OPENAI_API_KEY"
+    timeout_seconds: float = Field(default=10.0, gt=0.0, le=600.0)
+    #: Ask the model for shorter vectors (OpenAI text-embedding-3 models accept it).
+    dimensions: int | None = Field(default=None, ge=1, le=65_536)
+    batch_size: int = Field(default=64, ge=1, le=2048)
+
+
 class MemoryConfig(BaseModel):
     """Every memfold setting. Keys match the YAML file and ``MEMFOLD_<KEY>`` variables."""
 
@@ -91,8 +107,11 @@ class MemoryConfig(BaseModel):
     guaranteed_categories: tuple[str, ...] = ("correction",)
     guaranteed_token_budget: int = Field(default=500, ge=0, le=200_000)
     token_encoding: Literal["cl100k_base", "o200k_base"] = "cl100k_base"  # noqa: S105
-    injection_mode: Literal["per_call", "per_thread"] = "per_call"
+    injection_mode: Literal["per_call", "per_thread", "relevant"] = "per_call"
     include_date: bool = False
+
+    #: Search (issue 17): optional embeddings for hybrid ranking; lexical only without.
+    embeddings: EmbeddingsConfig | None = None
 
     #: Replace secrets (API keys, tokens, passwords, card numbers…) before extraction and storage.
     redact_secrets: bool = True
@@ -224,6 +243,8 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 #: Keys whose environment value is a list: JSON (``[...]``) or comma-separated.
 _LIST_KEYS = ("categories", "guaranteed_categories", "rule_pattern_files", "upload_tags")
+#: Keys whose environment value is a JSON object (a config section).
+_JSON_KEYS = ("llm", "embeddings")
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
@@ -235,7 +256,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
         key = name[len(ENV_PREFIX) :].lower()
         if key not in fields:
             continue
-        if key == "llm" or key in _LIST_KEYS:
+        if key in _JSON_KEYS or key in _LIST_KEYS:
             try:
                 out[key] = (
                     json.loads(raw)
@@ -261,8 +282,9 @@ def _allowed_range(loc: tuple[int | str, ...]) -> str | None:
     """``between 1 and 64`` (or ``greater than 0.0 and at most 3600.0`` for an exclusive
     bound) for a bounded key, else None."""
     model: type[BaseModel] = MemoryConfig
-    if len(loc) == 2 and loc[0] == "llm":
-        model, loc = LLMConfig, loc[1:]
+    sections: dict[int | str, type[BaseModel]] = {"llm": LLMConfig, "embeddings": EmbeddingsConfig}
+    if len(loc) == 2 and loc[0] in sections:
+        model, loc = sections[loc[0]], loc[1:]
     info = model.model_fields.get(str(loc[0])) if len(loc) == 1 else None
     if info is None:
         return None

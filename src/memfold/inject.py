@@ -8,7 +8,9 @@ neither close the block nor forge a line of its own (defect 12).
 
 Budget order: the wrapper, then guaranteed facts (``correction`` by default) from their
 own budget, then the other facts by confidence; the six summaries get what is left and
-only they are ever cut short.
+only they are ever cut short. Given a ``relevance`` order (fact ids, most relevant to the
+user's message first, from ``memfold.search``), the facts it names come before the others,
+which keep their confidence order.
 """
 
 from __future__ import annotations
@@ -88,6 +90,18 @@ def _by_priority(facts: Sequence[Fact]) -> list[Fact]:
     return sorted(newest_first, key=operator.attrgetter("confidence"), reverse=True)
 
 
+def _ordered(facts: Sequence[Fact], relevance: Sequence[str]) -> list[Fact]:
+    """Facts named in ``relevance`` first, in its order; then the rest by priority."""
+    by_priority = _by_priority(facts)
+    if not relevance:
+        return by_priority
+    rank: dict[str, int] = {}
+    for position, fact_id in enumerate(relevance):
+        rank.setdefault(fact_id, position)
+    first = sorted((f for f in by_priority if f.id in rank), key=lambda f: rank[f.id])
+    return first + [f for f in by_priority if f.id not in rank]
+
+
 def _char_truncate(count: Count) -> Truncate:
     """Token truncation for a plain counting callable: the longest character prefix that
     counts at most ``limit`` (binary search; assumes longer prefixes never count less)."""
@@ -117,6 +131,7 @@ def _tools(counter: Count | TokenCounter) -> tuple[Count, Truncate]:
 class _Settings:
     guaranteed: frozenset[str]
     guaranteed_budget: int
+    relevance: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -134,7 +149,7 @@ class _FactPicker:
         guaranteed = settings.guaranteed
         flags: list[bool] = []
         lines: list[str] = []
-        for fact in _by_priority(facts):
+        for fact in _ordered(facts, settings.relevance):
             line = _fact_line(fact.content, fact.category, fact.confidence, fact.source_error)
             if line:
                 flags.append(fact.category.lower() in guaranteed)
@@ -269,10 +284,13 @@ def render(
     guaranteed_categories: Sequence[str] = ("correction",),
     guaranteed_budget: int = 500,
     today: datetime.date | None = None,
+    relevance: Sequence[str] = (),
 ) -> str:
     """The injection block for ``document`` within ``max_tokens`` (wrapper included).
 
-    Returns "" when the document is empty or not even one line fits.
+    ``relevance`` lists fact ids most relevant first; those facts are taken before the
+    others (after the guaranteed ones). Returns "" when the document is empty or not even
+    one line fits.
 
     Raises:
         ValueError: ``max_tokens`` or ``guaranteed_budget`` is negative.
@@ -284,7 +302,9 @@ def render(
     if document.is_empty:
         return ""
     count, truncate = _tools(counter)
-    settings = _Settings(frozenset(c.lower() for c in guaranteed_categories), guaranteed_budget)
+    settings = _Settings(
+        frozenset(c.lower() for c in guaranteed_categories), guaranteed_budget, tuple(relevance)
+    )
     head = [f"{OPEN_TAG}\n"]
     if today is not None:
         head.append(f"Current date: {today.isoformat()}\n")
@@ -309,8 +329,10 @@ def render(
 class ContextRenderer:
     """``render`` with fixed settings and a bounded, thread-safe cache of finished blocks.
 
-    A block is cached under (scope, revision, generation, max_tokens, today): a committed
-    revision never changes, so the cache needs no invalidation.
+    A block is cached under (scope, revision, generation, max_tokens, today, relevance): a
+    committed revision never changes, so the cache needs no invalidation. Keying on the
+    relevance order rather than on the query lets two messages that match the same facts
+    share one block.
     """
 
     def __init__(
@@ -362,14 +384,16 @@ class ContextRenderer:
         *,
         max_tokens: int | None = None,
         today: datetime.date | None = None,
+        relevance: Sequence[str] = (),
     ) -> str:
-        """The block for ``scope``'s ``document`` (cached per revision).
+        """The block for ``scope``'s ``document`` (cached per revision and relevance order).
 
         Raises:
             ValueError: ``max_tokens`` is negative.
         """
         budget = self.max_tokens if max_tokens is None else max_tokens
-        key = (scope, document.revision, document.generation, budget, today)
+        order = tuple(relevance)
+        key = (scope, document.revision, document.generation, budget, today, order)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
@@ -382,6 +406,7 @@ class ContextRenderer:
             guaranteed_categories=self.guaranteed_categories,
             guaranteed_budget=self.guaranteed_budget,
             today=today,
+            relevance=order,
         )
         with self._lock:
             self._cache[key] = block

@@ -11,6 +11,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
@@ -37,6 +38,7 @@ from memfold.model import (
 from memfold.queue.base import Job, JobKey, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
 from memfold.redact import is_only_redaction, redact_messages, redactor_for
+from memfold.search import Embedder, Searcher, SearchHit, check_search_args, make_embedder
 from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
@@ -65,6 +67,7 @@ class Memory:
         store: MemoryStore | None = None,
         extractor: Extractor | None = None,
         chat_model: Any = None,
+        embedder: Embedder | None = None,
         clock: Clock | None = None,
         now: Callable[[], datetime] | None = None,
         start_workers: bool = True,
@@ -72,8 +75,8 @@ class Memory:
     ) -> None:
         """Build from a config (or keyword overrides of it, e.g. ``home=...``).
 
-        ``store``, ``extractor`` and ``chat_model`` replace what the config would build
-        (tests pass ``memfold.testing`` fakes). ``start_workers=False`` runs queued
+        ``store``, ``extractor``, ``chat_model`` and ``embedder`` replace what the config
+        would build (tests pass ``memfold.testing`` fakes). ``start_workers=False`` runs queued
         updates only on ``flush()`` (deterministic tests, scripts).
 
         Raises:
@@ -99,6 +102,15 @@ class Memory:
             guaranteed_categories=config.guaranteed_categories,
             guaranteed_budget=config.guaranteed_token_budget,
         )
+        if embedder is not None and not isinstance(embedder, Embedder):
+            raise TypeError(
+                f"embedder={embedder!r}: pass an object with a `name` and an "
+                "`embed(texts) -> list of vectors` method, or configure `embeddings`"
+            )
+        self._own_embedder = embedder is None and config.embeddings is not None
+        if embedder is None and config.embeddings is not None:
+            embedder = make_embedder(config.embeddings)
+        self._searcher = Searcher(embedder, clock=time.monotonic if clock is None else clock.now)
         self._updater = Updater(
             self._store,
             self._extractor,
@@ -291,16 +303,28 @@ class Memory:
         agent: str | None = None,
         max_tokens: int | None = None,
         today: date | None = None,
+        query: str | None = None,
     ) -> str:
         """The ``<user_memory>`` block to put in a system prompt; "" when memory is empty.
 
         It never exceeds ``max_tokens`` (default ``max_injection_tokens``), wrapper included.
+        With ``query`` (the user's latest message), the facts most relevant to it are
+        taken first after the guaranteed ones, then the rest by confidence.
+
+        Raises:
+            TypeError: ``query`` is neither a string nor None.
         """
+        if query is not None and not isinstance(query, str):
+            raise TypeError(f"query must be a string or None, not {type(query).__name__}")
         scope = Scope(user_id, agent)
         if today is None and self.config.include_date:
             today = self._now().date()
+        document = self._store.load(scope)
+        relevance: tuple[str, ...] = ()
+        if query and query.strip() and document.facts:
+            relevance = self._searcher.relevance(scope, document.facts, query)
         return self._renderer.render(
-            scope, self._store.load(scope), max_tokens=max_tokens, today=today
+            scope, document, max_tokens=max_tokens, today=today, relevance=relevance
         )
 
     async def acontext(
@@ -309,9 +333,55 @@ class Memory:
         user_id: str | None = None,
         agent: str | None = None,
         max_tokens: int | None = None,
+        query: str | None = None,
     ) -> str:
         return await asyncio.to_thread(
-            self.context, user_id=user_id, agent=agent, max_tokens=max_tokens
+            self.context, user_id=user_id, agent=agent, max_tokens=max_tokens, query=query
+        )
+
+    def search(
+        self,
+        query: str,
+        /,
+        *,
+        user_id: str | None = None,
+        agent: str | None = None,
+        limit: int = 10,
+        category: str | None = None,
+    ) -> list[SearchHit]:
+        """The scope's facts that best match ``query``, best first (at most ``limit``).
+
+        Lexical (BM25, English and Chinese) over content and category; hybrid with the
+        configured ``embeddings``. ``category`` keeps only facts of that category. Only
+        facts that match are returned, so the list may be shorter than ``limit`` or empty.
+
+        Raises:
+            TypeError: ``query`` is not a string, ``limit`` not an int, ``category`` not a
+                string or None.
+            ValueError: ``query`` is empty or ``limit`` is outside 1..1000.
+        """
+        check_search_args(query, limit, category)
+        scope = Scope(user_id, agent)
+        document = self._store.load(scope)
+        if not document.facts:
+            return []
+        return self._searcher.search(scope, document.facts, query, limit=limit, category=category)
+
+    async def asearch(
+        self,
+        query: str,
+        /,
+        *,
+        user_id: str | None = None,
+        agent: str | None = None,
+        limit: int = 10,
+        category: str | None = None,
+    ) -> list[SearchHit]:
+        """``search`` for async callers (the store and any embeddings call run in a thread)."""
+        return await asyncio.to_thread(
+            functools.partial(
+                self.search, query, user_id=user_id, agent=agent, limit=limit, category=category
+            )
         )
 
     def export(self, *, user_id: str | None = None, agent: str | None = None) -> dict[str, Any]:
@@ -398,6 +468,7 @@ class Memory:
             with self._lock:
                 self._fenced.update((job.key, job.enqueued_at) for job in running(scope))
         self._store.clear(scope)
+        self._searcher.forget(scope)
         for job in dropped:
             # the watermark is computed on redacted turns, as the updater sees them
             seen = redact_messages(job.messages, self._redactor)
@@ -477,6 +548,9 @@ class Memory:
             with self._lock:
                 self._close_result = drained
             self._store.close()
+            embedder_close = getattr(self._searcher.embedder, "close", None)
+            if self._own_embedder and callable(embedder_close):
+                embedder_close()
         return drained
 
     def __enter__(self) -> Self:

@@ -8,9 +8,10 @@ Every fake keeps its state on the instance, never on the class.
 - :class:`InMemoryStore`: a ``MemoryStore`` with the same compare-and-set semantics as
   the real stores.
 - :class:`FakeOpenAIServer`: a real HTTP server on 127.0.0.1 speaking the OpenAI
-  chat-completions protocol with scripted replies, for end-to-end tests of the real
-  client code path. ``handler=`` answers requests by their content (e.g. the agent's calls
-  apart from memfold's, see :func:`is_extraction_request`), and
+  chat-completions protocol with scripted replies, and the embeddings protocol
+  (``hashed_embedding`` by default), for end-to-end tests of the real client code path.
+  ``handler=`` answers chat requests by their content (e.g. the agent's calls apart from
+  memfold's, see :func:`is_extraction_request`), and
   :func:`reject_json_schema_like_llama_cpp` answers like llama-cpp-python's server.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 from memfold.llm.fake_server import (
     FakeOpenAIServer,
     FakeReply,
+    hashed_embedding,
     is_extraction_request,
     reject_json_schema_like_llama_cpp,
 )
@@ -32,6 +34,7 @@ __all__ = [
     "FakeReply",
     "InMemoryStore",
     "ScriptedChatModel",
+    "hashed_embedding",
     "is_extraction_request",
     "reject_json_schema_like_llama_cpp",
 ]

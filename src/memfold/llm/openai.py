@@ -16,13 +16,12 @@ rather than in the SDK, so that they respect both.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from memfold._openai_sdk import LOCAL_API_KEY, api_key_from_env, import_openai
 from memfold.config import mask_secrets
-from memfold.errors import ConfigError
 from memfold.extract.base import Usage
 from memfold.llm._formats import (
     Mode,
@@ -40,8 +39,6 @@ __all__ = ["DEFAULT_MAX_OUTPUT_TOKENS", "LOCAL_API_KEY", "OpenAIChatModel"]
 
 log = logging.getLogger("memfold.llm")
 
-#: Sent as the key when ``api_key_env`` is None (local servers ignore it, the SDK needs one).
-LOCAL_API_KEY = "memfold-no-key"
 #: ``max_tokens`` sent with every request unless configured otherwise.
 DEFAULT_MAX_OUTPUT_TOKENS = 1500
 
@@ -58,14 +55,7 @@ _MAX_RETRY_DELAY = 8.0
 
 
 def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError as exc:
-        raise ConfigError(
-            "llm.provider=openai needs the openai package: pip install 'memfold[openai]'",
-            key="llm.provider",
-        ) from exc
-    return openai
+    return import_openai("llm")
 
 
 def _response_format(json_mode: JsonMode | None, response_format: ResponseFormat) -> ResponseFormat:
@@ -122,17 +112,7 @@ class OpenAIChatModel:
             raise ValueError(f"max_output_tokens={max_output_tokens}: must be at least 1")
         self.response_format: ResponseFormat = _response_format(json_mode, response_format)
         sdk = _import_openai()
-        env = os.environ if environ is None else environ
-        if api_key_env is None:
-            api_key = LOCAL_API_KEY
-        else:
-            api_key = env.get(api_key_env, "")
-            if not api_key:
-                raise ConfigError(
-                    f"environment variable {api_key_env} is not set: export it with your API "
-                    "key, or set llm.api_key_env to null for a local server that needs none",
-                    key="llm.api_key_env",
-                )
+        api_key = api_key_from_env(api_key_env, "llm", environ)
         self.model = model
         self.base_url = base_url
         self.timeout = timeout
