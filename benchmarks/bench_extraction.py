@@ -148,7 +148,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
 
     rows: list[dict[str, Any]] = [
         {
-            "benchmark": "reply JSON schema sent with every extraction (compact JSON)",
+            "benchmark": "reply JSON schema sent with each extraction",
             "value": float(schema),
             "unit": "tokens",
             "target": "",
@@ -161,8 +161,8 @@ def run(quick: bool) -> list[dict[str, Any]]:
         system, user = prompt_tokens(_document(facts), conversation)
         rows.append(
             {
-                "benchmark": f"extraction input, 6 messages, {facts} facts "
-                f"(system {system - schema} + schema {schema} + user {user})",
+                "benchmark": f"extraction input, {facts} facts "
+                f"(sys {system - schema} + schema {schema} + user {user})",
                 "value": float(system + user),
                 "unit": "tokens",
                 "target": "<= 3,500" if facts == 100 else "",

@@ -234,3 +234,13 @@ def test_timeout_and_hung_call_limit_are_validated() -> None:
         LangChainChatModel(fake("x"), timeout=0)
     with pytest.raises(ValueError, match="max_hung_calls=0"):
         LangChainChatModel(fake("x"), max_hung_calls=0)
+
+
+def test_the_schema_is_written_into_the_system_message() -> None:
+    model = RecordingFake(messages=iter(["ok"]))
+    LangChainChatModel(model).complete(HELLO, json_schema={"type": "object"}, timeout=1)
+    system = model.seen[0][0].content
+    assert isinstance(system, str)
+    assert system.startswith("rules")
+    assert '{"type":"object"}' in system
+    assert [m.content for m in model.seen[0][1:]] == ["hi", "yo"]

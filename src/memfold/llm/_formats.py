@@ -26,6 +26,7 @@ __all__ = [
     "is_rejection",
     "negotiation_for",
     "reset_negotiations",
+    "with_schema_note",
 ]
 
 log = logging.getLogger("memfold.llm")
@@ -100,13 +101,14 @@ def format_kwargs(
     elif mode == "json_object":
         kwargs["response_format"] = {"type": "json_object"}
     if schema is not None and mode in ("json_object", "text"):
-        messages = _with_schema_note(messages, schema)
+        messages = with_schema_note(messages, schema)
     return kwargs, messages
 
 
-def _with_schema_note(
+def with_schema_note(
     messages: list[dict[str, str]], schema: Mapping[str, Any]
 ) -> list[dict[str, str]]:
+    """``messages`` (role/content dicts) with the schema appended to the system message."""
     note = _SCHEMA_NOTE + json.dumps(schema, separators=(",", ":"))
     out = [dict(m) for m in messages]
     for message in out:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from memfold.errors import ConfigError
 from memfold.extract.base import Usage
+from memfold.llm._formats import with_schema_note
 from memfold.llm.base import ChatMessage, ChatModelError, Completion, flatten_content
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ def _require_langchain_core() -> None:
 class LangChainChatModel:
     """Adapter from a LangChain chat model to memfold's ``ChatModel``.
 
-    ``json_schema`` is not forwarded (providers differ in how they take it). Each call is
+    ``json_schema`` is not sent through the provider's API (providers differ in how they take
+    it); it is appended to the system message, as for a server in text mode. Each call is
     bounded by the smaller of ``timeout`` (``llm.timeout_seconds``) and the call's own
     ``timeout`` (``extraction_timeout_seconds``), whatever the provider does: the model
     runs in a helper thread and a call that overruns fails with a :class:`ChatModelError`
@@ -84,6 +86,12 @@ class LangChainChatModel:
             ChatModelError: the model raised, replied without text, or did not reply in
                 time (the message names llm.timeout_seconds or extraction_timeout_seconds).
         """
+        if json_schema is not None:
+            wire = [{"role": m.role, "content": m.content} for m in messages]
+            messages = [
+                ChatMessage(m["role"], m["content"])  # type: ignore[arg-type]
+                for m in with_schema_note(wire, json_schema)
+            ]
         limits = [(t, name) for t, name in ((self.timeout, _REQUEST), (timeout, _BUDGET)) if t]
         if not limits:
             reply = self._invoke(messages)
