@@ -5,6 +5,9 @@ the business rules of DESIGN.md rules 6-7: one bad item never sinks the others, 
 are guarded (clean parse, manual facts only on a correction, never losing a fact whose
 replacement failed), new facts are thresholded, scrubbed and de-duplicated, and the fact
 cap never trims a fact added in the same update in favour of an equally trusted old one.
+What a model sends is evidence, not truth (rule 13): ``memfold._guards`` drops placeholders,
+echoes of the prompt and the assistant's words, and removals without a reason or a related
+replacement or turn, each counted as a skipped change.
 A person's edits (``add_fact``, ``edit_fact``, ``delete_fact``) live in ``memfold.edits``.
 """
 

@@ -373,3 +373,8 @@ def test_json_text_inside_a_fact_string_is_content_not_the_reply() -> None:
 @pytest.mark.parametrize(("value", "expected"), [("150%", 1.0), ("9500%", 1.0), ("95%", 0.95)])
 def test_percent_strings_above_100_percent_are_clamped(value: str, expected: float) -> None:
     assert normalise_confidence(value) == expected
+
+
+def test_source_error_is_dropped_from_facts_that_are_not_corrections() -> None:
+    item = fact("Speaks French", 0.9, category="knowledge", sourceError="Used English")
+    assert parse_reply(reply(newFacts=[item]), refs=REFS).new_facts[0].source_error is None

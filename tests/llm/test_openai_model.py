@@ -431,3 +431,9 @@ def test_json_mode_and_response_format_must_agree() -> None:
         OpenAIChatModel("m", api_key_env=None, json_mode="off", response_format="json_schema")
     with pytest.raises(ValueError, match="response_format='yaml'"):
         OpenAIChatModel("m", api_key_env=None, response_format="yaml")  # type: ignore[arg-type]
+
+
+def test_json_mode_reads_back_from_response_format() -> None:
+    assert OpenAIChatModel("m", api_key_env=None).json_mode == "auto"
+    assert OpenAIChatModel("m", api_key_env=None, json_mode="off").json_mode == "off"
+    assert OpenAIChatModel("m", api_key_env=None, response_format="json_object").json_mode == "on"

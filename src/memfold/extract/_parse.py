@@ -329,9 +329,12 @@ def _new_fact(item: Any, where: str, problems: _Problems) -> NewFact | None:
     ok_dur, durability = _label(item, "durability", _DURABILITIES, where, problems)
     if not (ok_scope and ok_dur):
         return None
+    category = category.strip().lower()
+    if category != "correction":
+        source_error = None  # what the assistant got wrong belongs to corrections only
     return NewFact(
         content=content.strip(),
-        category=category.strip().lower(),
+        category=category,
         confidence=confidence,
         source_error=(source_error or "").strip() or None,
         scope=scope,

@@ -145,6 +145,13 @@ class OpenAIChatModel:
         return self._negotiation.working
 
     @property
+    def json_mode(self) -> JsonMode:
+        """The older view of ``response_format``: ``off`` for text, ``on`` when pinned."""
+        if self.response_format == "auto":
+            return "auto"
+        return "off" if self.response_format == "text" else "on"
+
+    @property
     def json_mode_disabled(self) -> bool:
         """True once negotiation fell back to plain text (the server rejected JSON modes)."""
         return self.response_format == "auto" and self._negotiation.working == "text"
