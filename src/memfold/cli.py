@@ -15,23 +15,18 @@ from typing import Any, NoReturn, TypedDict
 
 import click
 
+from memfold import _cli_commands as _audit_commands
 from memfold.config import MemoryConfig
 from memfold.conversation import capture
 from memfold.errors import MemfoldError
 from memfold.eval.command import eval_group
+from memfold.inject import SECTION_LABELS
 from memfold.memory import Memory
 from memfold.model import HISTORY_SECTIONS, USER_SECTIONS, MemoryDocument
 
 __all__ = ["main"]
 
-_SECTION_TITLES = {
-    "workContext": "Work",
-    "personalContext": "Personal",
-    "topOfMind": "Current focus",
-    "recentMonths": "Recent months",
-    "earlierContext": "Earlier context",
-    "longTermBackground": "Long-term background",
-}
+_SECTION_TITLES = SECTION_LABELS
 
 
 class _ScopeArgs(TypedDict):
@@ -183,10 +178,18 @@ def ingest(options: _Options, file: Path) -> None:
 @cli.command()
 @click.option("--max-tokens", type=click.IntRange(min=50), help="Budget for the block.")
 @click.option("--query", help="The user's message: inject the facts relevant to it first.")
+@click.option("--explain", is_flag=True, help="What is included or dropped, and why (a table).")
+@click.option("--json", "as_json", is_flag=True, help="With --explain: the report as JSON.")
 @click.pass_obj
-def context(options: _Options, max_tokens: int | None, query: str | None) -> None:
+def context(
+    options: _Options, max_tokens: int | None, query: str | None, explain: bool, as_json: bool
+) -> None:
     """Print the memory block memfold would inject into the system prompt."""
     with options.memory() as mem:
+        if explain or as_json:
+            report = mem.explain_context(**options.scope, max_tokens=max_tokens, query=query)
+            _audit_commands.print_report(report, as_json=as_json)
+            return
         block = mem.context(**options.scope, max_tokens=max_tokens, query=query)
     click.echo(block if block else "(memory is empty)")
 
@@ -402,6 +405,8 @@ def migrate(options: _Options, to: str, dsn: str | None, overwrite: bool) -> Non
     if not report.ok:
         sys.exit(1)
 
+
+_audit_commands.register(cli, _Options)
 
 # --- eval ---------------------------------------------------------------------------------
 

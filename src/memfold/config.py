@@ -122,6 +122,10 @@ class MemoryConfig(BaseModel):
     #: Tags whose blocks capture strips from user text (``<uploaded_files>…</…>``).
     upload_tags: tuple[str, ...] = ("uploaded_files", "current_uploads")
 
+    # --- change history (issue 13) ---
+    #: Change events kept per scope, oldest dropped first; 0 keeps no history.
+    max_history_events: int = Field(default=1000, ge=0, le=1_000_000)
+
     @field_validator("storage", "queue")
     @classmethod
     def _known_backend(cls, value: str) -> str:
