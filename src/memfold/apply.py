@@ -153,6 +153,12 @@ _UPLOAD_EVENT = re.compile(
 )
 
 
+def _text(value: object, scrub: Callable[[str], str] | None) -> str:
+    """An extractor's free text (a removal reason) as kept: stripped and redacted."""
+    text = value.strip() if isinstance(value, str) else ""
+    return scrub(text) if scrub is not None and text else text
+
+
 def _mentions_upload(content: str) -> bool:
     return _UPLOAD_EVENT.search(content) is not None
 
@@ -272,7 +278,7 @@ def _admit(
     raised: dict[str, float] = {}
     for position, item in enumerate(items):
         content, reason, confidence = _reject_reason(item, context.confidence_threshold)
-        if context.scrub is not None and reason is None:  # security: redact new facts
+        if context.scrub is not None and content:  # security: redact, even what is skipped
             content = context.scrub(content)
         # Checked even without a scrubber: the model saw redacted turns and may echo markers.
         if reason is None and is_only_redaction(content):
@@ -296,7 +302,7 @@ def _admit(
             skipped.append(Change("skipped", target, None, content, f"duplicate of {target}"))
             continue
         fact_id = unique_id(taken, context.new_id)
-        category = normalise_category(item.category)
+        category = normalise_category(item.category, context.scrub)
         source_error = item.source_error.strip() if isinstance(item.source_error, str) else None
         if category != "correction":
             source_error = None  # what the assistant got wrong belongs to corrections only
@@ -305,7 +311,7 @@ def _admit(
         new_facts[fact_id] = Fact(
             id=fact_id,
             content=content,
-            category=category,
+            category=category,  # security: a label, scrubbed above
             confidence=confidence,
             created_at=now_iso,
             updated_at=now_iso,
@@ -387,7 +393,7 @@ def apply(document: MemoryDocument, change_set: ChangeSet, context: ApplyContext
     for fact in current:
         if fact.id in removed:
             request = requests[fact.id]
-            why = request.reason or "removed by the extractor"
+            why = _text(request.reason, context.scrub) or "removed by the extractor"
             if request.replaced_by is None:
                 changes.append(Change("removed", fact.id, None, fact.content, why, fact.content))
                 gone.append(Gone(fact.id, fact.content))

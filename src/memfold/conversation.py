@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 from memfold.model import Message
+from memfold.tokens import valid_unicode
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -71,14 +72,18 @@ _TOOL_RESULT_BLOCKS: Final = frozenset({"tool_result", "function_call_output"})
 DEFAULT_UPLOAD_TAGS: Final = ("uploaded_files", "current_uploads")
 
 
+# security: upload blocks are found by plain scans that only move forward (linear on any
+# input); one pattern with "[^>]*" rescanned the rest of the text at every unclosed tag.
 @functools.lru_cache(maxsize=32)
-def _upload_blocks(tags: tuple[str, ...]) -> re.Pattern[str] | None:
-    """``<tag …>…</tag>`` for any of ``tags`` (any case, across lines; an unclosed block
-    runs to the end of the text)."""
+def _upload_open(tags: tuple[str, ...]) -> re.Pattern[str] | None:
     if not tags:
         return None
-    names = "|".join(re.escape(tag) for tag in tags)
-    return re.compile(rf"<({names})\b[^>]*>.*?(?:</\1\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+    return re.compile(rf"<({'|'.join(re.escape(tag) for tag in tags)})\b", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=64)
+def _upload_close(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"</{re.escape(tag)}\s*>", re.IGNORECASE)
 
 
 # --- trivial acknowledgements ------------------------------------------------------------
@@ -200,20 +205,44 @@ def is_trivial(text: str) -> bool:
 
 
 def strip_uploads(text: str, tags: Sequence[str] = DEFAULT_UPLOAD_TAGS) -> str:
-    """Remove ``<uploaded_files>…</uploaded_files>`` and ``<current_uploads>…`` blocks
-    (or those of ``tags``; any case, across lines)."""
-    pattern = _upload_blocks(tuple(tags))
-    if pattern is None or "<" not in text:
+    """Remove ``<uploaded_files …>…</uploaded_files>`` and ``<current_uploads>…`` blocks
+    (or those of ``tags``; any case, across lines; an unclosed block runs to the end).
+    Linear in the length of ``text``."""
+    opener = _upload_open(tuple(tags))
+    if opener is None or "<" not in text:
         return text
-    return pattern.sub("", text).strip()
+    kept: list[str] = []
+    position = 0
+    while (opening := opener.search(text, position)) is not None:
+        tag_end = text.find(">", opening.end())
+        if tag_end == -1:  # no complete opening tag from here on
+            break
+        kept.append(text[position : opening.start()])
+        closing = _upload_close(opening.group(1).lower()).search(text, tag_end + 1)
+        if closing is None:
+            position = len(text)
+            break
+        position = closing.end()
+    if not kept and position == 0:
+        return text.strip()
+    kept.append(text[position:])
+    return "".join(kept).strip()
 
 
 # --- normalisation ------------------------------------------------------------------------
 
 
+#: Deepest list-in-list nesting of content parts that is read (deeper is an error).
+_MAX_PART_DEPTH: Final = 8
+
+
 def _flatten(content: object, index: int) -> tuple[str, bool]:
     """Text of a message's content, and whether it is tool traffic (a tool call, or only
-    tool results)."""
+    tool results).
+
+    Raises:
+        TypeError: the content, or a text part's ``text``, is not text.
+    """
     if isinstance(content, str):
         return content.strip(), False
     if content is None:
@@ -224,22 +253,63 @@ def _flatten(content: object, index: int) -> tuple[str, bool]:
             f"got {type(content).__name__}"
         )
     texts: list[str] = []
-    calls_tool = tool_result = False
-    for part in content:
+    flags = [False, False]  # calls a tool, holds tool results
+    _collect(content, index, texts, flags, depth=0)
+    text = "\n".join(t for t in texts if t.strip()).strip()
+    return text, flags[0] or (flags[1] and not text)
+
+
+def _collect(
+    parts: list[object] | tuple[object, ...],
+    index: int,
+    texts: list[str],
+    flags: list[bool],
+    *,
+    depth: int,
+) -> None:
+    """Gather the text parts (lists of parts may nest) and note tool blocks in ``flags``."""
+    if depth >= _MAX_PART_DEPTH:
+        raise TypeError(
+            f"messages[{index}]: content parts nested more than {_MAX_PART_DEPTH} lists "
+            "deep; flatten the content"
+        )
+    for part in parts:
         if isinstance(part, str):
             texts.append(part)
+        elif isinstance(part, list | tuple):
+            _collect(part, index, texts, flags, depth=depth + 1)
         elif isinstance(part, Mapping):
             kind = part.get("type")
             if kind in _TEXT_BLOCKS:
-                text = part.get("text")
-                if isinstance(text, str):
-                    texts.append(text)
+                texts.append(_part_text(part.get("text"), index))
             elif kind in _TOOL_BLOCKS:
-                calls_tool = True
+                flags[0] = True
             elif kind in _TOOL_RESULT_BLOCKS:
-                tool_result = True
-    text = "\n".join(t for t in texts if t.strip()).strip()
-    return text, calls_tool or (tool_result and not text)
+                flags[1] = True
+
+
+def _part_text(text: object, index: int) -> str:
+    """A text part's text: a string, ``None``, or ``{"value": str}`` (Assistants API)."""
+    if isinstance(text, str):
+        return text
+    if text is None:
+        return ""
+    if isinstance(text, Mapping) and isinstance(text.get("value"), str):
+        return str(text["value"])
+    raise TypeError(
+        f"messages[{index}]: a text part's 'text' must be a string, got "
+        f"{type(text).__name__}; pass the text itself"
+    )
+
+
+def _sanitise(text: str) -> str:
+    """NUL removed (never content, and PostgreSQL text cannot hold it) and lone surrogates
+    (half an emoji cut by a client) replaced by U+FFFD, so every stored or hashed form of
+    the message encodes."""
+    if text.isascii():
+        return text.replace("\x00", "").strip() if "\x00" in text else text
+    text = valid_unicode(text)
+    return text.replace("\x00", "").strip() if "\x00" in text else text
 
 
 _Item = tuple[str, str, "str | None", bool]
@@ -432,11 +502,13 @@ def capture(
     order, with their ids. Drops system/developer/tool messages, hidden messages, upload
     blocks inside user text (the ``upload_tags`` blocks), and user turns that are empty
     after that or only an acknowledgement, together with the assistant reply that follows
-    such a turn.
+    such a turn. Text and ids are sanitised once, here: NUL is removed and lone surrogates
+    (half an emoji) become U+FFFD, so nothing captured can fail to encode later.
 
     Raises:
         TypeError: ``messages`` is a single message or string rather than an iterable of
-            messages, or an item has a shape none of the accepted ones match.
+            messages, an item has a shape none of the accepted ones match, or a text part
+            holds something other than text.
         ValueError: an item names a role memfold does not know.
     """
     if type(messages) is not list and isinstance(messages, str | bytes | Mapping):
@@ -451,8 +523,9 @@ def capture(
             role, text, message_id, dropped = _from_mapping(raw, index)
         else:
             role, text, message_id, dropped = _normalise(raw, index)
-        if "\x00" in text:  # NUL is never content, and PostgreSQL text cannot hold it
-            text = text.replace("\x00", "").strip()
+        text = _sanitise(text)
+        if message_id is not None:
+            message_id = _sanitise(message_id) or None
         if role == _USER:
             if dropped:
                 continue  # a hidden user message (e.g. an injected reminder) is invisible

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from memfold._openai_sdk import LOCAL_API_KEY, api_key_from_env, import_openai
-from memfold.config import mask_secrets
+from memfold.config import mask_url
 from memfold.extract.base import Usage
 from memfold.llm._formats import (
     Mode,
@@ -126,7 +126,7 @@ class OpenAIChatModel:
         self._negotiation = negotiation_for(base_url, model, _where(self))
 
     def __repr__(self) -> str:
-        base_url = mask_secrets(self.base_url)  # security: no credentials in reprs
+        base_url = mask_url(self.base_url)  # security: no credentials in reprs
         return f"OpenAIChatModel(model={self.model!r}, base_url={base_url!r})"
 
     def __enter__(self) -> OpenAIChatModel:
@@ -262,7 +262,7 @@ def _retry_delay(sdk: Any, exc: Exception, retries: int) -> float | None:
 
 
 def _where(model: OpenAIChatModel) -> str:
-    return f"model {model.model!r} at {mask_secrets(model.base_url) or 'api.openai.com'}"
+    return f"model {model.model!r} at {mask_url(model.base_url) or 'api.openai.com'}"
 
 
 def _translate(sdk: Any, exc: Exception, model: OpenAIChatModel) -> ChatModelError:
