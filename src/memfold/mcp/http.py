@@ -117,17 +117,27 @@ class McpEndpoint:
         self._security = transport_security or _NO_HOST_CHECK
         self._manager: StreamableHTTPSessionManager | None = None
         self._running: AbstractAsyncContextManager[None] | None = None
+        self._entered = 0
 
     async def __aenter__(self) -> None:
-        """Start the SDK's request manager (a manager runs once: a new one each startup)."""
+        """Start the SDK's request manager (a manager runs once: a new one each startup).
+
+        Entered again while running (two test clients on one app), it keeps the running
+        manager; the last exit stops it.
+        """
+        self._entered += 1
         if self._running is not None:
-            raise RuntimeError("the MCP endpoint is already running")
+            return
         self._server.streamable_http_app(
             stateless_http=True, json_response=True, transport_security=self._security
         )
         manager = self._server.session_manager
         running = manager.run()
-        await running.__aenter__()
+        try:
+            await running.__aenter__()
+        except BaseException:
+            self._entered -= 1
+            raise
         self._manager, self._running = manager, running
 
     async def __aexit__(
@@ -136,6 +146,9 @@ class McpEndpoint:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._entered -= 1
+        if self._entered > 0:
+            return
         running, self._running, self._manager = self._running, None, None
         if running is not None:
             await running.__aexit__(exc_type, exc, tb)
