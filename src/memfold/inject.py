@@ -19,7 +19,7 @@ import operator
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -362,14 +362,17 @@ class ContextRenderer:
         *,
         max_tokens: int | None = None,
         today: datetime.date | None = None,
+        cache_key: Hashable | None = None,
     ) -> str:
-        """The block for ``scope``'s ``document`` (cached per revision).
+        """The block for ``scope``'s ``document`` (cached per revision, or under
+        ``cache_key`` for a document built from several, e.g. layered scopes).
 
         Raises:
             ValueError: ``max_tokens`` is negative.
         """
         budget = self.max_tokens if max_tokens is None else max_tokens
-        key = (scope, document.revision, document.generation, budget, today)
+        revision = (document.revision, document.generation) if cache_key is None else cache_key
+        key = (scope, revision, budget, today)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:

@@ -11,33 +11,32 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, date, datetime
-from types import TracebackType
+from types import EllipsisType, TracebackType
 from typing import Any, Self, TypeVar
 
-from memfold import edits
+from memfold import _exit
+from memfold._manual import ManualEdits
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
 from memfold.errors import MemfoldError
 from memfold.extract.base import Extractor, Usage
+from memfold.extract.factory import make_extractor
 from memfold.inject import ContextRenderer
+from memfold.layers import layer
 from memfold.model import (
-    DocumentError,
-    Fact,
     MemoryDocument,
     Scope,
-    document_from_dict,
     document_to_dict,
 )
 from memfold.queue.base import Job, JobKey, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
-from memfold.redact import is_only_redaction, redact_messages, redactor_for
+from memfold.redact import redact_messages, redactor_for
 from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
-from memfold.tokens import get_counter
 from memfold.updater import Updater, UpdateResult, retry_on_conflict
 
 __all__ = ["Memory"]
@@ -47,11 +46,12 @@ logger = logging.getLogger("memfold")
 _T = TypeVar("_T")
 
 
-class Memory:
+class Memory(ManualEdits):
     """Long-term memory of users for one agent application.
 
     ``Memory(MemoryConfig(home="./.memfold"))`` or ``Memory.from_file("memfold.yaml")``.
-    A context manager: leaving it drains pending updates within the shutdown budget.
+    A context manager: leaving it drains pending updates within the shutdown budget. One
+    that is never closed is closed at interpreter exit, with the same budget.
     """
 
     def __init__(
@@ -70,32 +70,31 @@ class Memory:
         """Build from a config (or keyword overrides of it, e.g. ``home=...``).
 
         ``store``, ``extractor`` and ``chat_model`` replace what the config would build
-        (tests pass ``memfold.testing`` fakes). ``start_workers=False`` runs queued
-        updates only on ``flush()`` (deterministic tests, scripts).
+        (tests pass ``memfold.testing`` fakes). ``chat_model`` is any LangChain chat model
+        or a memfold ``ChatModel``. ``start_workers=False`` runs queued updates only on
+        ``flush()`` or ``close()`` (deterministic tests, scripts, the CLI), and opens a
+        durable queue only when a call needs it.
 
         Raises:
             ConfigError: a setting is invalid or names a missing optional dependency.
+            TypeError: ``chat_model`` is not a chat model.
         """
         if config is None:
             config = MemoryConfig.build(**overrides)
         elif overrides:
-            config = MemoryConfig.validated({**config.model_dump(), **overrides})
+            config = config.replace(**overrides)
         self.config = config
         self._now = now or (lambda: datetime.now(UTC))
         self._clock = clock
         self._start_workers = start_workers
+        self._extractor: Extractor = (
+            make_extractor(config, chat_model) if extractor is None else extractor
+        )
         self._store = store if store is not None else open_store(config)
-        self._extractor = (
-            extractor if extractor is not None else _make_extractor(config, chat_model)
-        )
         self._redactor = redactor_for(config)  # security: redact before extraction/storage
-        self._counter = get_counter(config.token_encoding)
-        self._renderer = ContextRenderer(
-            self._counter,
-            max_tokens=config.max_injection_tokens,
-            guaranteed_categories=config.guaranteed_categories,
-            guaranteed_budget=config.guaranteed_token_budget,
-        )
+        # built on the first context(): the token table loads only when something is counted
+        self._context_renderer: ContextRenderer | None = None
+        self._renderer_lock = threading.Lock()
         self._updater = Updater(
             self._store,
             self._extractor,
@@ -111,7 +110,8 @@ class Memory:
         self._fenced: set[tuple[JobKey, float]] = set()
         self._closed = False
         self._close_result = True
-        if config.queue != "memory":
+        self._jobs_done = self._jobs_failed = 0  # reported by the exit drain
+        if config.queue != "memory" and start_workers:
             # A durable queue may hold updates a previous process left behind: open it now,
             # so its workers pick them up without waiting for this process's first record.
             try:
@@ -119,6 +119,7 @@ class Memory:
             except BaseException:
                 self._store.close()  # no Memory to close() it: release its connections now
                 raise
+        _exit.track(self)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], /, **overrides: Any) -> Memory:
@@ -188,15 +189,23 @@ class Memory:
         )
 
     def flush(self, timeout: float | None = 30.0) -> bool:
-        """Run every pending update now, due or not; True when the queue drained."""
-        return True if self._queue is None else self._queue.flush(timeout)
+        """Run every pending update now, due or not; True when the queue drained. With a
+        durable queue that includes updates other processes left queued."""
+        queue = self._open_durable_queue()
+        return True if queue is None else queue.flush(timeout)
 
     async def aflush(self, timeout: float | None = 30.0) -> bool:
         return await asyncio.to_thread(self.flush, timeout)
 
     def status(self) -> QueueStatus:
-        """Queue counters, plus the LLM tokens spent by updates so far."""
-        base = QueueStatus() if self._queue is None else self._queue.status()
+        """Queue counters, plus the LLM tokens spent by updates so far. A durable queue
+        reports its table (every process's pending updates) and runs nothing.
+
+        Raises:
+            StorageError: a durable queue's database cannot be read.
+        """
+        queue = self._open_durable_queue()
+        base = QueueStatus() if queue is None else queue.status()
         with self._lock:
             usage = self._usage
         return replace(
@@ -215,15 +224,27 @@ class Memory:
                 )
             return self._queue
 
+    def _open_durable_queue(self) -> UpdateQueue | None:
+        """The queue; a durable one is opened on demand (its table may hold updates)."""
+        if self._queue is None and self.config.queue != "memory" and not self._closed:
+            return self._get_queue()
+        return self._queue
+
     def _process_job(self, job: Job) -> UpdateResult:
         # A retry keeps the key and the first-record time, so it stays fenced too.
         mark = (job.key, job.enqueued_at)
-        result = self._updater.run(
-            job.scope, job.thread_id, job.messages, job.signals,
-            fenced=lambda: mark in self._fenced,
-        )  # fmt: skip
+        try:
+            result = self._updater.run(
+                job.scope, job.thread_id, job.messages, job.signals,
+                fenced=lambda: mark in self._fenced,
+            )  # fmt: skip
+        except BaseException:
+            with self._lock:
+                self._jobs_failed += 1
+            raise
         with self._lock:
             self._fenced.discard(mark)
+            self._jobs_done += 1
         self._add_usage(result.usage)
         return result
 
@@ -241,11 +262,18 @@ class Memory:
         thread_id: str,
         user_id: str | None = None,
         agent: str | None = None,
+        reprocess: bool = False,
     ) -> UpdateResult:
         """Extract, apply and commit now, in the calling thread.
 
+        Only turns after the thread's watermark are extracted; ``reprocess=True`` extracts
+        the whole conversation again (after switching extractor, or a ``clear``); facts
+        already stored are not duplicated. A conversation needs a user message and an
+        assistant reply: without both it is skipped (``skipped="no dialogue"``).
+
         Raises:
             ExtractionError: the extractor's output was unusable.
+            ChatModelError: the LLM could not be reached or refused the request.
             StorageError: the store failed (stored memory intact).
         """
         scope = Scope(user_id, agent)
@@ -253,7 +281,7 @@ class Memory:
         if not has_minimum_dialogue(kept):
             doc = self._store.load(scope)
             return UpdateResult(scope, thread_id, doc.revision, False, skipped="no dialogue")
-        result = self._updater.run(scope, thread_id, kept, detect(kept))
+        result = self._updater.run(scope, thread_id, kept, detect(kept), reprocess=reprocess)
         self._add_usage(result.usage)
         return result
 
@@ -263,6 +291,35 @@ class Memory:
         """The scope's document (immutable; empty when nothing is stored)."""
         return self._store.load(Scope(user_id, agent))
 
+    def scopes(self, user_id: str | EllipsisType | None = ...) -> list[Scope]:
+        """Every scope with stored memory, or only ``user_id``'s (``None``: the default
+        user), sorted: the default user first, each user's shared bucket first.
+
+        Raises:
+            StorageError: the store cannot be listed.
+        """
+        found = (
+            scope for scope in self._store.scopes() if user_id is ... or scope.user_id == user_id
+        )
+        return sorted(set(found), key=_scope_order)
+
+    def users(self) -> list[str | None]:
+        """Every user id with stored memory, sorted; the default user is ``None`` (first).
+
+        Raises:
+            StorageError: the store cannot be listed.
+        """
+        ids = {scope.user_id for scope in self._store.scopes()}
+        return sorted(ids, key=lambda user: (user is not None, user or ""))
+
+    @property
+    def _renderer(self) -> ContextRenderer:
+        if self._context_renderer is None:
+            with self._renderer_lock:
+                if self._context_renderer is None:
+                    self._context_renderer = ContextRenderer.from_config(self.config)
+        return self._context_renderer
+
     def context(
         self,
         *,
@@ -270,16 +327,27 @@ class Memory:
         agent: str | None = None,
         max_tokens: int | None = None,
         today: date | None = None,
+        include_shared: bool | None = None,
     ) -> str:
         """The ``<user_memory>`` block to put in a system prompt; "" when memory is empty.
 
         It never exceeds ``max_tokens`` (default ``max_injection_tokens``), wrapper included.
+        For an agent, the user's shared memory is layered beneath the agent's own (its
+        facts win on duplicates, one budget for both) unless ``include_shared`` (default:
+        the config key of that name) is False.
         """
         scope = Scope(user_id, agent)
         if today is None and self.config.include_date:
             today = self._now().date()
+        document = self._store.load(scope)
+        shared = self.config.include_shared if include_shared is None else include_shared
+        if agent is None or not shared:
+            return self._renderer.render(scope, document, max_tokens=max_tokens, today=today)
+        base = self._store.load(Scope(user_id, None))
+        # cached under both revisions: a commit to either gives a new block
+        key = (scope, document.revision, document.generation, base.revision, base.generation)
         return self._renderer.render(
-            scope, self._store.load(scope), max_tokens=max_tokens, today=today
+            scope, layer(base, document), max_tokens=max_tokens, today=today, cache_key=key
         )
 
     async def acontext(
@@ -288,78 +356,20 @@ class Memory:
         user_id: str | None = None,
         agent: str | None = None,
         max_tokens: int | None = None,
+        include_shared: bool | None = None,
     ) -> str:
         return await asyncio.to_thread(
-            self.context, user_id=user_id, agent=agent, max_tokens=max_tokens
-        )
+            functools.partial(
+                self.context, user_id=user_id, agent=agent, max_tokens=max_tokens,
+                include_shared=include_shared,
+            )
+        )  # fmt: skip
 
     def export(self, *, user_id: str | None = None, agent: str | None = None) -> dict[str, Any]:
         """The scope's document as JSON-ready data."""
         return document_to_dict(self.get(user_id=user_id, agent=agent))
 
-    # --- editing ------------------------------------------------------------------------
-
-    def add_fact(
-        self,
-        content: str,
-        /,
-        *,
-        category: str = "context",
-        confidence: float = 0.9,
-        user_id: str | None = None,
-        agent: str | None = None,
-    ) -> Fact:
-        """Add a manual fact (protected from automatic removal unless the user corrects it).
-
-        Raises:
-            DuplicateFactError: the same content is already stored.
-            ValueError: empty content or a confidence outside [0, 1].
-        """
-        scope = Scope(user_id, agent)
-        content = self._redact_fact(content)
-
-        def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
-            return edits.add_fact(
-                doc, content, category=category, confidence=confidence, now=self._now(),
-                max_facts=self.config.max_facts, scope=scope,
-            )  # fmt: skip
-
-        return self._edit(scope, change)
-
-    def edit_fact(
-        self,
-        fact_id: str,
-        /,
-        *,
-        content: str | None = None,
-        category: str | None = None,
-        confidence: float | None = None,
-        user_id: str | None = None,
-        agent: str | None = None,
-    ) -> Fact:
-        """Change a fact's content, category or confidence.
-
-        Raises:
-            FactNotFoundError: no such fact in the scope.
-            DuplicateFactError: the new content duplicates another fact.
-        """
-        scope = Scope(user_id, agent)
-        content = self._redact_fact(content)
-
-        def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
-            return edits.edit_fact(
-                doc, fact_id, content=content, category=category, confidence=confidence,
-                now=self._now(), scope=scope,
-            )  # fmt: skip
-
-        return self._edit(scope, change)
-
-    def delete_fact(
-        self, fact_id: str, /, *, user_id: str | None = None, agent: str | None = None
-    ) -> None:
-        """Delete a fact. Raises ``FactNotFoundError`` when it does not exist."""
-        scope = Scope(user_id, agent)
-        self._edit(scope, lambda doc: (edits.delete_fact(doc, fact_id, scope=scope), None))
+    # --- editing (add_fact, edit_fact, delete_fact, import_document: ManualEdits) -------
 
     def clear(self, *, user_id: str | None = None, agent: str | None = None) -> None:
         """Forget everything in one scope, including what was said before the clear.
@@ -368,7 +378,7 @@ class Memory:
         their turns are marked seen, so a thread that goes on is not re-learned from them.
         """
         scope = Scope(user_id, agent)
-        queue = self._queue
+        queue = self._open_durable_queue()
         dropped = () if queue is None else queue.discard(scope)
         # A job a worker has taken may not have loaded the document yet, so the generation
         # fence cannot see this clear; name it fenced instead.
@@ -384,61 +394,15 @@ class Memory:
                 functools.partial(self._updater.mark_seen, scope, job.thread_id, seen)
             )
 
-    def import_document(
-        self, data: Mapping[str, Any], /, *, user_id: str | None = None, agent: str | None = None
-    ) -> MemoryDocument:
-        """Replace the scope's memory with ``data`` (memfold format or v1 ``memory.json``).
-
-        Updates in flight for the scope are fenced like a ``clear``.
-
-        Raises:
-            ValueError: the data is not a memory document (the message names the field).
-        """
-        try:
-            incoming = document_from_dict(data)
-        except DocumentError as exc:
-            raise ValueError(f"cannot import: {exc}") from exc
-
-        def change(doc: MemoryDocument) -> tuple[MemoryDocument, MemoryDocument]:
-            merged = incoming.with_changes(
-                revision=doc.revision, generation=doc.generation + 1, watermarks={}
-            )
-            return merged, merged
-
-        self._edit(Scope(user_id, agent), change)
-        return self.get(user_id=user_id, agent=agent)
-
-    def _redact_fact(self, content: object) -> Any:
-        """security: a fact a person types is redacted like conversation text, and one that
-        is nothing but a secret is refused rather than stored as a marker. Anything that
-        is not text is passed on for ``edits`` to reject with its own message."""
-        if self._redactor is None or not isinstance(content, str):
-            return content
-        clean = self._redactor(content)
-        if is_only_redaction(clean):
-            raise ValueError(
-                "this fact holds only a secret, which memfold never stores; "
-                "describe it without the secret (e.g. 'Uses an OpenAI API key')"
-            )
-        return clean
-
-    def _edit(
-        self, scope: Scope, change: Callable[[MemoryDocument], tuple[MemoryDocument, _T]]
-    ) -> _T:
-        def attempt() -> _T:
-            doc = self._store.load(scope)
-            new_doc, value = change(doc)
-            self._store.commit(scope, new_doc, expected_revision=doc.revision)
-            return value
-
-        return retry_on_conflict(attempt)
-
     # --- lifecycle -------------------------------------------------------------------
 
     def close(self, timeout: float | None = None) -> bool:
         """Drain pending updates within ``timeout`` (default ``shutdown_timeout_seconds``),
         stop the workers and release the store. True when everything was processed; a
-        second call returns the first one's result."""
+        second call returns the first one's result. ``timeout=0`` runs nothing: a durable
+        queue keeps its updates for the next process, the in-process queue loses them
+        (logged)."""
+        _exit.untrack(self)
         with self._lock:
             if self._closed:
                 return self._close_result
@@ -458,6 +422,40 @@ class Memory:
             self._store.close()
         return drained
 
+    def _close_at_exit(self) -> None:
+        """``close()`` at interpreter exit, logging what the drain ran and left."""
+        queue = self._queue
+        try:
+            before = QueueStatus() if queue is None else queue.status()
+        except Exception:  # a durable queue's database may be gone by now
+            before = QueueStatus()
+        with self._lock:
+            done, failed = self._jobs_done, self._jobs_failed
+        drained = self.close()
+        with self._lock:
+            ran, failed = self._jobs_done - done, self._jobs_failed - failed
+        pending = before.pending + before.in_flight
+        if not (pending or ran or failed):
+            return
+        left = 0 if drained else max(pending - ran, 1)
+        fate = ""
+        if left:
+            fate = (
+                " (they stay in the durable queue for the next process)"
+                if self.config.queue != "memory"
+                else " (lost; their turns are sent again on the thread's next record)"
+            )
+        logger.warning(
+            "memfold: a Memory was still open at interpreter exit; within "
+            "shutdown_timeout_seconds=%g it ran %d pending update(s) (%d failed attempt(s)) "
+            "and left %d%s. Call close() or use `with Memory(...)` to drain when you choose",
+            self.config.shutdown_timeout_seconds,
+            ran,
+            failed,
+            left,
+            fate,
+        )
+
     def __enter__(self) -> Self:
         return self
 
@@ -470,27 +468,10 @@ class Memory:
         self.close()
 
 
-def _make_extractor(config: MemoryConfig, chat_model: Any) -> Extractor:
-    use_llm = config.extractor == "llm" or (
-        config.extractor == "auto" and (config.llm is not None or chat_model is not None)
+def _scope_order(scope: Scope) -> tuple[bool, str, bool, str]:
+    return (
+        scope.user_id is not None,
+        scope.user_id or "",
+        scope.agent is not None,
+        scope.agent or "",
     )
-    if use_llm:
-        from memfold.extract.llm import LLMExtractor
-        from memfold.llm.factory import make_chat_model
-
-        if chat_model is None and config.llm is not None:
-            chat_model = make_chat_model(config.llm)
-        extractor: Extractor = LLMExtractor(
-            chat_model,
-            counter=get_counter(config.token_encoding).count,
-            timeout=config.extraction_timeout_seconds,
-            categories=config.categories,
-        )
-        model = config.llm.model if config.llm is not None else type(chat_model).__name__
-        logger.info("memfold extractor: llm (%s)", model)
-    else:
-        from memfold.extract.rules import RuleExtractor
-
-        extractor = RuleExtractor(config.rule_pattern_files)
-        logger.info("memfold extractor: rules (offline; configure llm to use a model)")
-    return extractor

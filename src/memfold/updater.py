@@ -88,8 +88,10 @@ class Updater:
         signals: Signals,
         *,
         fenced: Callable[[], bool] | None = None,
+        reprocess: bool = False,
     ) -> UpdateResult:
-        """Extract from the messages the scope has not seen for this thread and commit.
+        """Extract from the messages the scope has not seen for this thread and commit
+        (from all of them with ``reprocess=True``: the watermark is ignored, then moved).
 
         The result is discarded (and the turns marked seen) when the scope is cleared
         meanwhile: its ``generation`` moved, or ``fenced()`` says this job predates a
@@ -105,7 +107,7 @@ class Updater:
         messages = redact_messages(messages, self._redactor)
         document = self._store.load(scope)
         generation = document.generation
-        new = _with_context(messages, document, thread_id)
+        new = tuple(messages) if reprocess else _with_context(messages, document, thread_id)
         if not any(m.role == "user" for m in new):
             return UpdateResult(scope, thread_id, document.revision, False, skipped="nothing new")
         request = ExtractionRequest(document, new, signals, thread_id)

@@ -1,0 +1,165 @@
+"""The facade's manual edits: a person adds, edits and deletes facts, or imports a document.
+
+A mixin of :class:`memfold.Memory` (kept apart so the facade stays one screenful per
+concern). The rules are in ``edits`` and ``importing``; this only loads, changes and
+commits compare-and-set, retrying on a conflict, and redacts what a person types.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, TypeVar
+
+from memfold import edits
+from memfold.config import MemoryConfig
+from memfold.importing import check_import, merge_into
+from memfold.model import DocumentError, Fact, MemoryDocument, Scope
+from memfold.redact import Redactor, is_only_redaction
+from memfold.store.base import MemoryStore
+from memfold.updater import retry_on_conflict
+
+__all__ = ["ManualEdits"]
+
+logger = logging.getLogger("memfold")
+
+_T = TypeVar("_T")
+
+
+class ManualEdits:
+    """``add_fact``, ``edit_fact``, ``delete_fact`` and ``import_document`` of ``Memory``."""
+
+    config: MemoryConfig
+    _store: MemoryStore
+    _redactor: Redactor | None
+    _now: Callable[[], datetime]
+
+    def add_fact(
+        self,
+        content: str,
+        /,
+        *,
+        category: str = "context",
+        confidence: float = 0.9,
+        user_id: str | None = None,
+        agent: str | None = None,
+    ) -> Fact:
+        """Add a manual fact (protected from automatic removal unless the user corrects it).
+
+        Raises:
+            DuplicateFactError: the same content is already stored.
+            ValueError: empty content or a confidence outside [0, 1].
+        """
+        scope = Scope(user_id, agent)
+        content = self._redact_fact(content)
+
+        def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
+            return edits.add_fact(
+                doc, content, category=category, confidence=confidence, now=self._now(),
+                max_facts=self.config.max_facts, scope=scope,
+            )  # fmt: skip
+
+        return self._edit(scope, change)
+
+    def edit_fact(
+        self,
+        fact_id: str,
+        /,
+        *,
+        content: str | None = None,
+        category: str | None = None,
+        confidence: float | None = None,
+        user_id: str | None = None,
+        agent: str | None = None,
+    ) -> Fact:
+        """Change a fact's content, category or confidence.
+
+        Raises:
+            FactNotFoundError: no such fact in the scope.
+            DuplicateFactError: the new content duplicates another fact.
+        """
+        scope = Scope(user_id, agent)
+        content = self._redact_fact(content)
+
+        def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
+            return edits.edit_fact(
+                doc, fact_id, content=content, category=category, confidence=confidence,
+                now=self._now(), scope=scope,
+            )  # fmt: skip
+
+        return self._edit(scope, change)
+
+    def delete_fact(
+        self, fact_id: str, /, *, user_id: str | None = None, agent: str | None = None
+    ) -> None:
+        """Delete a fact. Raises ``FactNotFoundError`` when it does not exist."""
+        scope = Scope(user_id, agent)
+        self._edit(scope, lambda doc: (edits.delete_fact(doc, fact_id, scope=scope), None))
+
+    def import_document(
+        self,
+        data: Mapping[str, Any],
+        /,
+        *,
+        user_id: str | None = None,
+        agent: str | None = None,
+        merge: bool = False,
+        lenient: bool = False,
+    ) -> MemoryDocument:
+        """Replace the scope's memory with ``data``: a memfold export or DeerFlow's v1
+        ``memory.json``. ``merge=True`` adds its facts (and summaries for empty sections)
+        to what is stored instead. ``lenient=True`` drops or repairs bad items (each one
+        logged; :func:`memfold.importing.check_import` lists them) instead of refusing.
+
+        A replacing import fences updates in flight for the scope, like a ``clear``.
+
+        Raises:
+            ValueError: ``data`` is not a document memfold knows, or (not lenient) an item
+                in it is invalid; the message names it. Nothing stored changes.
+        """
+        try:
+            checked = check_import(data, lenient=lenient)
+        except DocumentError as exc:
+            raise ValueError(f"cannot import: {exc}") from exc
+        for repair in checked.repairs:
+            logger.warning("memfold import: %s", repair)
+        incoming = checked.document
+
+        def change(doc: MemoryDocument) -> tuple[MemoryDocument, MemoryDocument]:
+            if merge:
+                merged, _ = merge_into(doc, incoming)
+                return merged, merged
+            replaced = incoming.with_changes(
+                revision=doc.revision, generation=doc.generation + 1, watermarks={}
+            )
+            return replaced, replaced
+
+        scope = Scope(user_id, agent)
+        self._edit(scope, change)
+        return self._store.load(scope)
+
+    def _redact_fact(self, content: object) -> Any:
+        """security: a fact a person types is redacted like conversation text, and one that
+        is nothing but a secret is refused rather than stored as a marker. Anything that
+        is not text is passed on for ``edits`` to reject with its own message."""
+        if self._redactor is None or not isinstance(content, str):
+            return content
+        clean = self._redactor(content)
+        if is_only_redaction(clean):
+            raise ValueError(
+                "this fact holds only a secret, which memfold never stores; "
+                "describe it without the secret (e.g. 'Uses an OpenAI API key')"
+            )
+        return clean
+
+    def _edit(
+        self, scope: Scope, change: Callable[[MemoryDocument], tuple[MemoryDocument, _T]]
+    ) -> _T:
+        def attempt() -> _T:
+            doc = self._store.load(scope)
+            new_doc, value = change(doc)
+            self._store.commit(scope, new_doc, expected_revision=doc.revision)
+            return value
+
+        return retry_on_conflict(attempt)
