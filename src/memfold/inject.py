@@ -8,7 +8,8 @@ neither close the block nor forge a line of its own (defect 12).
 
 Budget order: the wrapper, then guaranteed facts (``correction`` by default) from their
 own budget, then the other facts by confidence; the six summaries get what is left and
-only they are ever cut short.
+only they are ever cut short, at a word boundary. A guaranteed fact too long for a small
+budget is kept without its ``(avoid: …)`` part rather than left out.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import functools
 import operator
 import re
 import threading
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -54,6 +56,7 @@ _GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 )
 _FACTS_HEADER = "Facts:\n"
 _PARTIAL_ENTITY = re.compile(r"&[a-z]*$")
+_ENTITY_END = re.compile(r"&[a-z]+;$")
 
 
 def escape(text: str) -> str:
@@ -121,11 +124,13 @@ class _Settings:
 
 @dataclass(slots=True)
 class _FactPicker:
-    """Facts in priority order and which of them are taken so far."""
+    """Facts in priority order and which of them are taken so far. ``short`` holds, for a
+    guaranteed fact with an ``(avoid: …)`` part, its line without it (else None)."""
 
     guaranteed: list[bool]
     lines: list[str]
     costs: list[int]
+    short: list[tuple[str, int] | None]
     taken: list[bool]
     used: int = 0
 
@@ -134,12 +139,17 @@ class _FactPicker:
         guaranteed = settings.guaranteed
         flags: list[bool] = []
         lines: list[str] = []
+        short: list[tuple[str, int] | None] = []
         for fact in _by_priority(facts):
             line = _fact_line(fact.content, fact.category, fact.confidence, fact.source_error)
             if line:
-                flags.append(fact.category.lower() in guaranteed)
+                flag = fact.category.lower() in guaranteed
+                flags.append(flag)
                 lines.append(line)
-        return cls(flags, lines, [count(line) for line in lines], [False] * len(lines))
+                bare = _fact_line(fact.content, fact.category, fact.confidence, None)
+                short.append((bare, count(bare)) if flag and bare != line else None)
+        costs = [count(line) for line in lines]
+        return cls(flags, lines, costs, short, [False] * len(lines))
 
     def take(self, limit: int, *, guaranteed_only: bool) -> None:
         """Take facts by priority while ``used`` stays within ``limit``; a fact that does
@@ -151,6 +161,28 @@ class _FactPicker:
                 self.taken[index] = True
                 self.used += cost
 
+    def take_guaranteed(self, limit: int) -> None:
+        """Take the guaranteed facts within ``limit``. When they do not all fit whole,
+        showing more of them wins over their ``(avoid: …)`` parts: take them without it,
+        then give back the parts that still fit, in priority order."""
+        self.take(limit, guaranteed_only=True)
+        wanted = [i for i, flag in enumerate(self.guaranteed) if flag]
+        if all(self.taken[i] for i in wanted) or not any(self.short[i] for i in wanted):
+            return
+        full = {i: (self.lines[i], self.costs[i]) for i in wanted if self.short[i] is not None}
+        for index in wanted:
+            if self.taken[index]:
+                self.taken[index] = False
+                self.used -= self.costs[index]
+            short = self.short[index]
+            if short is not None:
+                self.lines[index], self.costs[index] = short
+        self.take(limit, guaranteed_only=True)
+        for index, (line, cost) in full.items():
+            if self.taken[index] and self.used - self.costs[index] + cost <= limit:
+                self.used += cost - self.costs[index]
+                self.lines[index], self.costs[index] = line, cost
+
     def rendered(self) -> list[str]:
         """The facts section, guaranteed facts first, or [] when nothing was taken."""
         if not any(self.taken):
@@ -161,11 +193,34 @@ class _FactPicker:
         return [_FACTS_HEADER, *first, *rest]
 
 
+def _spaced(char: str) -> bool:
+    """A letter or digit of a script that separates words with spaces (not CJK)."""
+    return char.isalnum() and unicodedata.east_asian_width(char) not in ("W", "F")
+
+
+def _word_cut(text: str, cut: str) -> str:
+    """``cut`` (a prefix of ``text``) shortened to end on a word boundary, without the
+    separator it ends on; "" when the first word alone does not fit."""
+    if len(cut) < len(text) and cut and _spaced(cut[-1]) and _spaced(text[len(cut)]):
+        end = len(cut)
+        while end and _spaced(cut[end - 1]):
+            end -= 1
+        cut = cut[:end]
+    while True:  # drop the separators it ends on ("; " between summary items), not "&amp;"
+        trimmed = cut.rstrip(" ,:-–—/")
+        if trimmed.endswith(";") and not _ENTITY_END.search(trimmed):
+            trimmed = trimmed[:-1]
+        if trimmed == cut:
+            return cut
+        cut = trimmed
+
+
 def _cut_line(prefix: str, text: str, limit: int, count: Count, truncate: Truncate) -> str | None:
-    """``prefix + <start of text>… \\n`` within ``limit`` tokens, or None if nothing fits."""
+    """``prefix + <start of text>… \\n`` within ``limit`` tokens, cut at a word boundary,
+    or None if not even one word fits."""
     tokens = limit - count(prefix + _ELLIPSIS + "\n")
     while tokens > 0:
-        cut = _PARTIAL_ENTITY.sub("", truncate(text, tokens)).rstrip()
+        cut = _word_cut(text, _PARTIAL_ENTITY.sub("", truncate(text, tokens)).rstrip())
         if not cut:
             return None
         line = f"{prefix}{cut}{_ELLIPSIS}\n"
@@ -250,7 +305,7 @@ def _plan(
         return "", 0
     header_cost = count(_FACTS_HEADER)
     facts = _FactPicker.of(document.facts, settings, count)
-    facts.take(min(settings.guaranteed_budget, room - header_cost), guaranteed_only=True)
+    facts.take_guaranteed(min(settings.guaranteed_budget, room - header_cost))
     reserved = facts.used + header_cost if any(facts.taken) else 0
     summary_lines, summary_cost = _select_summaries(document, room - reserved, count, truncate)
     facts.take(room - summary_cost - header_cost, guaranteed_only=False)

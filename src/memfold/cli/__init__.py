@@ -1,0 +1,17 @@
+"""The ``memfold`` command line: a thin shell over :class:`memfold.Memory`.
+
+Exit status: 0 ok; 1 a check failed or the operation could not complete (conflicts, a
+refused or unconfirmed import, the store or the LLM failing); 2 a usage or input error.
+Every error is one line on stderr, never a traceback.
+
+Adding a command: write it in a module of this package with ``@cli.command()`` (or on a
+group), add ``@scope_options`` so ``--user``/``--agent``/``--home``/``--config`` work after
+it too, read the scope from the ``Options`` object (``@click.pass_obj``), open memory
+with ``options.opened()``, and import the module below. Keep heavy imports inside the
+command function: ``memfold --help`` loads every module here.
+"""
+
+from memfold.cli import _admin, _facts, _ingest, _read  # noqa: F401 (they register commands)
+from memfold.cli._app import CheckFailed, Options, cli, main, scope_options
+
+__all__ = ["CheckFailed", "Options", "cli", "main", "scope_options"]
