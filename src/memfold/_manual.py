@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from memfold import edits
 from memfold.config import MemoryConfig
-from memfold.importing import check_import, merge_into
+from memfold.importing import check_import, merge_into, scrub_document
 from memfold.model import DocumentError, Fact, MemoryDocument, Scope
 from memfold.redact import Redactor, is_only_redaction
 from memfold.store.base import MemoryStore
@@ -34,6 +34,7 @@ class ManualEdits:
     _store: MemoryStore
     _redactor: Redactor | None
     _now: Callable[[], datetime]
+    clear: Callable[..., None]  # Memory.clear: it also fences the scope's queued updates
 
     def add_fact(
         self,
@@ -112,7 +113,10 @@ class ManualEdits:
         to what is stored instead. ``lenient=True`` drops or repairs bad items (each one
         logged; :func:`memfold.importing.check_import` lists them) instead of refusing.
 
-        A replacing import fences updates in flight for the scope, like a ``clear``.
+        A replacing import is a ``clear`` (queued and running updates of the scope are
+        dropped, and the turns they carried are not learned later) followed by the new
+        document. Secrets in the imported text are redacted as in conversations; a fact
+        that is nothing but a secret is left out (logged).
 
         Raises:
             ValueError: ``data`` is not a document memfold knows, or (not lenient) an item
@@ -124,18 +128,22 @@ class ManualEdits:
             raise ValueError(f"cannot import: {exc}") from exc
         for repair in checked.repairs:
             logger.warning("memfold import: %s", repair)
-        incoming = checked.document
-
-        def change(doc: MemoryDocument) -> tuple[MemoryDocument, MemoryDocument]:
-            if merge:
-                merged, _ = merge_into(doc, incoming)
-                return merged, merged
-            replaced = incoming.with_changes(
-                revision=doc.revision, generation=doc.generation + 1, watermarks={}
-            )
-            return replaced, replaced
-
+        incoming, secrets = scrub_document(checked.document, self._redactor, is_only_redaction)
+        if secrets:
+            logger.warning("memfold import: left out %d fact(s) that held only a secret", secrets)
         scope = Scope(user_id, agent)
+        if not merge:
+            self.clear(user_id=user_id, agent=agent)
+
+        def change(doc: MemoryDocument) -> tuple[MemoryDocument, None]:
+            if merge:
+                return merge_into(doc, incoming)[0], None
+            # this scope's thread watermarks stay: what was said before is not re-learned
+            kept = incoming.with_changes(
+                revision=doc.revision, generation=doc.generation, watermarks=doc.watermarks
+            )
+            return kept, None
+
         self._edit(scope, change)
         return self._store.load(scope)
 

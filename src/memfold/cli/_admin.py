@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memfold.cli._app import CheckFailed, Options, cli, scope_options
+from memfold.cli._app import CheckFailed, InputError, Options, cli, scope_options
 from memfold.cli._output import echo_json, note, plural
 
 if TYPE_CHECKING:
@@ -41,18 +41,17 @@ def _read_json(file: Path) -> Any:
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise click.BadParameter(f"cannot read {file}: {exc}", param_hint="FILE") from None
+        raise InputError(f"cannot read {file}: {exc}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise click.BadParameter(
-            f"{file} is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
-            param_hint="FILE",
+        raise InputError(
+            f"{file} is not JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from None
     except RecursionError:
-        raise click.BadParameter(f"{file} is nested too deeply", param_hint="FILE") from None
+        raise InputError(f"{file} is nested too deeply") from None
     except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-        raise click.BadParameter(f"{file}: {exc}", param_hint="FILE") from None
+        raise InputError(f"{file}: {exc}") from None
 
 
 @cli.command(name="import")

@@ -28,6 +28,7 @@ __all__ = [
     "EXIT_CHECK_FAILED",
     "EXIT_USAGE",
     "CheckFailed",
+    "InputError",
     "MemfoldGroup",
     "Options",
     "cli",
@@ -53,6 +54,12 @@ class CheckFailed(click.ClickException):
     """A refusal or failed check: one line on stderr, exit status 1."""
 
     exit_code = EXIT_CHECK_FAILED
+
+
+class InputError(click.ClickException):
+    """Bad input (an id that does not exist, an unreadable file): one line, exit status 2."""
+
+    exit_code = EXIT_USAGE
 
 
 class MemfoldGroup(click.Group):

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import click
 
-from memfold.cli._app import MemfoldGroup, Options, cli, scope_options
+from memfold.cli._app import InputError, MemfoldGroup, Options, cli, scope_options
 from memfold.cli._output import echo_json, emit, fact_dict, fact_lines
 from memfold.cli._read import explain_missing, ordered_facts
 
@@ -32,10 +32,9 @@ def _fact_errors(options: Options) -> Iterator[None]:
     try:
         yield
     except FactNotFoundError as exc:
-        raise click.BadParameter(
+        raise InputError(
             f"no fact {exc.fact_id!r} for {options.who()}; list them with "
-            f"`{options.command('facts list')}`",
-            param_hint="FACT_ID",
+            f"`{options.command('facts list')}`"
         ) from None
 
 
@@ -50,10 +49,9 @@ def _category(options: Options, value: str | None) -> str | None:
 
         guess = closest(category, known)
         hint = f"did you mean {guess!r}? " if guess else ""
-        raise click.BadParameter(
+        raise InputError(
             f"{value!r} is not a category; {hint}use one of {', '.join(known)} "
-            "(or add yours to `categories` in the config)",
-            param_hint="--category",
+            "(or add yours to `categories` in the config)"
         )
     return category
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from memfold.cli._app import CheckFailed, Options, cli, scope_options
+from memfold.cli._app import CheckFailed, InputError, Options, cli, scope_options
 from memfold.cli._output import echo_json, note, plural
 
 if TYPE_CHECKING:
@@ -130,8 +130,8 @@ def read_conversations(name: str, text: str, options: Options) -> list[Conversat
         whole = None  # JSONL, or broken: read line by line for a precise message
     if isinstance(whole, list):
         return [_conversation(item, f"{name}[{i}]", options) for i, item in enumerate(whole)]
-    if isinstance(whole, dict):
-        return [_conversation(whole, name, options)]
+    if isinstance(whole, dict) and len(text.strip().splitlines()) > 1:
+        return [_conversation(whole, name, options)]  # one pretty-printed conversation
     out = []
     for number, line in enumerate(text.splitlines(), start=1):
         if line.strip():
@@ -273,7 +273,7 @@ def _read_input(file: str) -> tuple[str, str]:
         return str(path), path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc)
-        raise click.BadParameter(f"cannot read {path}: {reason}", param_hint="FILE") from None
+        raise InputError(f"cannot read {path}: {reason}") from None
 
 
 @cli.command()
