@@ -8,8 +8,8 @@ neither close the block nor forge a line of its own (defect 12).
 
 Budget order: the wrapper, then guaranteed facts (``correction`` by default) from their
 own budget, then the other facts by confidence; the six summaries get what is left and
-only they are ever cut short, at a word boundary. A guaranteed fact too long for a small
-budget is kept without its ``(avoid: …)`` part rather than left out.
+only they are ever cut short, at a word boundary. When a small block cannot hold every
+guaranteed fact, their ``(avoid: …)`` parts go first, and nothing else is shown.
 """
 
 from __future__ import annotations
@@ -183,6 +183,9 @@ class _FactPicker:
                 self.used += cost - self.costs[index]
                 self.lines[index], self.costs[index] = line, cost
 
+    def all_guaranteed_taken(self) -> bool:
+        return all(taken for flag, taken in zip(self.guaranteed, self.taken, strict=True) if flag)
+
     def rendered(self) -> list[str]:
         """The facts section, guaranteed facts first, or [] when nothing was taken."""
         if not any(self.taken):
@@ -305,10 +308,16 @@ def _plan(
         return "", 0
     header_cost = count(_FACTS_HEADER)
     facts = _FactPicker.of(document.facts, settings, count)
-    facts.take_guaranteed(min(settings.guaranteed_budget, room - header_cost))
-    reserved = facts.used + header_cost if any(facts.taken) else 0
-    summary_lines, summary_cost = _select_summaries(document, room - reserved, count, truncate)
-    facts.take(room - summary_cost - header_cost, guaranteed_only=False)
+    limit = min(settings.guaranteed_budget, room - header_cost)
+    facts.take_guaranteed(limit)
+    summary_lines: list[str] = []
+    summary_cost = 0
+    # When the whole block (not their own budget) is too small for every guaranteed
+    # fact, nothing of lower priority takes the room a left-out correction could not use.
+    if limit >= settings.guaranteed_budget or facts.all_guaranteed_taken():
+        reserved = facts.used + header_cost if any(facts.taken) else 0
+        summary_lines, summary_cost = _select_summaries(document, room - reserved, count, truncate)
+        facts.take(room - summary_cost - header_cost, guaranteed_only=False)
     fact_lines = facts.rendered()
     if not fact_lines and not summary_lines:
         return "", 0
