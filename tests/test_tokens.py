@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-import os
 import gzip
+import os
 import subprocess
 import sys
 import textwrap

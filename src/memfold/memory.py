@@ -1,7 +1,7 @@
 """The ``Memory`` facade: wires configuration to a store, an extractor and a queue.
 
-Business rules live in ``apply``; this module only connects the boxes of DESIGN.md's
-data flow and keeps every public call thread-safe.
+Business rules live in ``apply``; this module only connects the boxes of the data flow
+(capture → queue → update → inject, drawn in README.md) and keeps every call thread-safe.
 """
 
 from __future__ import annotations
