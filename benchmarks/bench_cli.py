@@ -31,21 +31,49 @@ def run(quick: bool) -> list[dict[str, Any]]:
     repeats = 3 if quick else 15
     home = Path(tempfile.mkdtemp(prefix="memfold-bench-cli-")) / "home"
     cli = ["-m", "memfold.cli", "--home", str(home)]
-    subprocess.run([sys.executable, *cli, "--user", "alice", "facts", "add", "Likes tea"],
-                   capture_output=True, check=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, *cli, "--user", "alice", "facts", "add", "Likes tea"],
+        capture_output=True,
+        check=True,
+    )
     rows = [
-        {"benchmark": "`memfold --help`, wall", "value": _wall([*cli, "--help"], repeats),
-         "unit": "ms", "target": "< 300 ms", "reference": "0.1.0: 410 ms"},
-        {"benchmark": "python -c 'import memfold', wall", "value": _wall(["-c", "import memfold"], repeats),
-         "unit": "ms", "target": "", "reference": ""},
-        {"benchmark": "`memfold --user alice facts list`, wall",
-         "value": _wall([*cli, "--user", "alice", "facts", "list"], repeats), "unit": "ms",
-         "target": "", "reference": "0.1.0: 1,210 ms, 118 MB"},
-        {"benchmark": "`memfold --user alice context` (loads the token table), wall",
-         "value": _wall([*cli, "--user", "alice", "context"], repeats), "unit": "ms",
-         "target": "", "reference": ""},
-    ]  # fmt: skip
+        {
+            "benchmark": "`memfold --help`, wall",
+            "value": _wall([*cli, "--help"], repeats),
+            "unit": "ms",
+            "target": "< 300 ms",
+            "reference": "0.1.0: 410 ms",
+        },
+        {
+            "benchmark": "python -c 'import memfold', wall",
+            "value": _wall(["-c", "import memfold"], repeats),
+            "unit": "ms",
+            "target": "",
+            "reference": "",
+        },
+        {
+            "benchmark": "`memfold --user alice facts list`, wall",
+            "value": _wall([*cli, "--user", "alice", "facts", "list"], repeats),
+            "unit": "ms",
+            "target": "",
+            "reference": "0.1.0: 1,210 ms, 118 MB",
+        },
+        {
+            "benchmark": "`memfold --user alice context` (loads the token table), wall",
+            "value": _wall([*cli, "--user", "alice", "context"], repeats),
+            "unit": "ms",
+            "target": "",
+            "reference": "",
+        },
+    ]
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    rows.append({"benchmark": "peak RSS of those processes", "value": peak_mb, "unit": "MB",
-                 "target": "", "reference": "0.1.0: 118 MB for facts list"})  # fmt: skip
+    rows.append(
+        {
+            "benchmark": "peak RSS of those processes",
+            "value": peak_mb,
+            "unit": "MB",
+            "target": "",
+            "reference": "0.1.0: 118 MB for facts list",
+        }
+    )
     return rows

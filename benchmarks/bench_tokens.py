@@ -57,9 +57,15 @@ def run(quick: bool) -> list[dict[str, Any]]:
         started = time.perf_counter()
         counter = TokenCounter("cl100k_base")
         loads.append(time.perf_counter() - started)
-    rows.append({"benchmark": "load + verify cl100k table (first count only; lazy)",
-                 "value": statistics.median(loads) * 1000, "unit": "ms",
-                 "target": "not at start-up", "reference": "0.1.0: 243 ms at every start"})  # fmt: skip
+    rows.append(
+        {
+            "benchmark": "load + verify cl100k table (first count only; lazy)",
+            "value": statistics.median(loads) * 1000,
+            "unit": "ms",
+            "target": "not at start-up",
+            "reference": "0.1.0: 243 ms at every start",
+        }
+    )
     tiktoken_count = counter._count_uncached
     fast = None
     if importlib.util.find_spec("quicktok") is not None:
@@ -68,18 +74,45 @@ def run(quick: bool) -> list[dict[str, Any]]:
         fast = quicktok.get_encoding("cl100k_base")
     for label, text in TEXTS.items():
         ours = _median_us(tiktoken_count, text, repeats)
-        rows.append({"benchmark": f"count {label}, tiktoken (uncached)", "value": ours,
-                     "unit": "µs", "target": "", "reference": ""})  # fmt: skip
+        rows.append(
+            {
+                "benchmark": f"count {label}, tiktoken (uncached)",
+                "value": ours,
+                "unit": "µs",
+                "target": "",
+                "reference": "",
+            }
+        )
         if fast is not None:
             theirs = _median_us(lambda s: len(fast.encode_ordinary(s)), text, repeats)
-            rows.append({"benchmark": f"count {label}, quicktok (uncached)", "value": theirs,
-                         "unit": "µs", "target": "", "reference": f"saves {ours - theirs:,.0f} µs"})  # fmt: skip
+            rows.append(
+                {
+                    "benchmark": f"count {label}, quicktok (uncached)",
+                    "value": theirs,
+                    "unit": "µs",
+                    "target": "",
+                    "reference": f"saves {ours - theirs:,.0f} µs",
+                }
+            )
     shipped = sum(p.stat().st_size for p in tokens._data_dir().glob("*.gz")) / 1e6
-    rows.append({"benchmark": "memfold's shipped tables (gzip, both encodings)", "value": shipped,
-                 "unit": "MB", "target": "", "reference": ""})  # fmt: skip
+    rows.append(
+        {
+            "benchmark": "memfold's shipped tables (gzip, both encodings)",
+            "value": shipped,
+            "unit": "MB",
+            "target": "",
+            "reference": "",
+        }
+    )
     for package in ("numpy", "quicktok"):
         size = _size_mb(package)
-        rows.append({"benchmark": f"{package} installed size (not a dependency any more)",
-                     "value": -1.0 if size is None else size, "unit": "MB",
-                     "target": "", "reference": "not installed" if size is None else ""})  # fmt: skip
+        rows.append(
+            {
+                "benchmark": f"{package} installed size (not a dependency any more)",
+                "value": -1.0 if size is None else size,
+                "unit": "MB",
+                "target": "",
+                "reference": "not installed" if size is None else "",
+            }
+        )
     return rows

@@ -81,3 +81,20 @@ def test_close_with_timeout_zero_runs_nothing_and_keeps_durable_updates(tmp_path
     with Memory(config, start_workers=False) as worker:
         assert worker.flush(30)
         assert worker.get().facts[0].content == "Lives in Oslo"
+
+
+def test_the_exit_hook_closes_an_open_memory_and_reports_it(tmp_path: Path, caplog):
+    from memfold import _exit
+
+    mem = Memory(home=str(tmp_path / "home"), debounce_seconds=30)
+    mem.record([("user", "I live in Lima."), ("assistant", "Ok.")], thread_id="t")
+    closed = Memory(home=str(tmp_path / "other"))
+    closed.close()
+    assert mem in _exit._open  # what the atexit hook will close
+    assert closed not in _exit._open
+    with caplog.at_level("WARNING", logger="memfold"):
+        mem._close_at_exit()  # what the hook runs for each open Memory
+    assert "ran 1 pending update(s) (0 failed attempt(s)) and left 0" in caplog.text
+    assert mem not in _exit._open
+    with Memory(home=str(tmp_path / "home")) as again:
+        assert again.get().facts[0].content == "Lives in Lima"

@@ -133,8 +133,14 @@ def scrub_document(
     return document.with_changes(facts=facts, summaries=summaries), dropped
 
 
+def _a_json(value: object) -> str:
+    """``an array``, ``a string``, ``a number``… for messages."""
+    kind = _json_type(value)
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
 def _json_type(value: object) -> str:
-    names = {list: "array", str: "string", bool: "boolean", type(None): "null"}
+    names = {list: "array", dict: "object", str: "string", bool: "boolean", type(None): "null"}
     return names.get(type(value), "number" if isinstance(value, int | float) else "value")
 
 
@@ -191,7 +197,7 @@ def _repair_group(
     if raw is None:
         return
     if not isinstance(raw, dict):
-        repairs.append(f"{group}: expected an object, got a {_json_type(raw)}; dropped")
+        repairs.append(f"{group}: expected an object, got {_a_json(raw)}; dropped")
         out.pop(group)
         return
     for section in sections:
@@ -204,7 +210,7 @@ def _repair_group(
             repairs.append(f"{where}: a bare string; read as its summary")
             continue
         if not isinstance(value, dict):
-            repairs.append(f"{where}: expected an object, got a {_json_type(value)}; dropped")
+            repairs.append(f"{where}: expected an object, got {_a_json(value)}; dropped")
             raw.pop(section)
             continue
         text = value.get("summary")
@@ -214,7 +220,7 @@ def _repair_group(
                 repairs.append(f"{where}.summary={text!r}: a number; stored as text")
             else:
                 value["summary"] = ""
-                repairs.append(f"{where}.summary: a {_json_type(text)}, not text; emptied")
+                repairs.append(f"{where}.summary: {_a_json(text)}, not text; emptied")
         if not isinstance(value.get("updatedAt", ""), str | None):
             value.pop("updatedAt")
             repairs.append(f"{where}.updatedAt: not a string; dropped")
@@ -224,14 +230,14 @@ def _repair_facts(raw: object, repairs: list[str]) -> list[dict[str, Any]]:
     if raw is None:
         return []
     if not isinstance(raw, list):
-        repairs.append(f"facts: expected a list, got a {_json_type(raw)}; dropped")
+        repairs.append(f"facts: expected a list, got {_a_json(raw)}; dropped")
         return []
     kept: list[dict[str, Any]] = []
     taken: set[str] = set()
     for index, item in enumerate(raw):
         where = f"facts[{index}]"
         if not isinstance(item, dict):
-            repairs.append(f"{where}: expected an object, got a {_json_type(item)}; dropped")
+            repairs.append(f"{where}: expected an object, got {_a_json(item)}; dropped")
             continue
         content = item.get("content")
         if not isinstance(content, str) or not content.strip():
