@@ -156,7 +156,7 @@ def test_readme_snippet_runs(snippet: Snippet, tmp_path: Path):
 
 # --- S12: no document names a file the repository does not have -------------------------
 
-_DOCUMENTS = ("README.md", "SECURITY.md", "CHANGELOG.md", "REFERENCE.md")
+_DOCUMENTS = ("README.md", "SECURITY.md", "CHANGELOG.md", "REFERENCE.md", "DESIGN.md")
 _PATH = re.compile(
     r"`((?:\./)?(?:src|tests|benchmarks|examples|scripts|memfold|\.ci)/[\w./-]+)"
     r"(?:::\w+)?`|\b([A-Z]+\.md)\b|`(LICENSE)`"

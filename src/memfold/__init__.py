@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memfold.config import LLMConfig, MemoryConfig
+    from memfold.config import EmbeddingsConfig, LLMConfig, MemoryConfig
     from memfold.errors import (
         ConfigError,
         ConflictError,
@@ -31,11 +31,13 @@ if TYPE_CHECKING:
     from memfold.memory import Memory
     from memfold.model import Fact, MemoryDocument, Scope, Summary
     from memfold.queue.base import QueueStatus
+    from memfold.search import Embedder, EmbeddingError, SearchHit
     from memfold.updater import UpdateResult
 
 __version__ = "0.1.0"
 
 _WHERE = {
+    "EmbeddingsConfig": "memfold.config",
     "LLMConfig": "memfold.config",
     "MemoryConfig": "memfold.config",
     "ConfigError": "memfold.errors",
@@ -53,6 +55,9 @@ _WHERE = {
     "Scope": "memfold.model",
     "Summary": "memfold.model",
     "QueueStatus": "memfold.queue.base",
+    "Embedder": "memfold.search",
+    "EmbeddingError": "memfold.search",
+    "SearchHit": "memfold.search",
     "UpdateResult": "memfold.updater",
 }
 
@@ -62,6 +67,9 @@ __all__ = [
     "ConflictError",
     "CorruptMemoryError",
     "DuplicateFactError",
+    "Embedder",
+    "EmbeddingError",
+    "EmbeddingsConfig",
     "ExtractionError",
     "Fact",
     "FactNotFoundError",
@@ -72,6 +80,7 @@ __all__ = [
     "MemoryDocument",
     "QueueStatus",
     "Scope",
+    "SearchHit",
     "StorageError",
     "Summary",
     "UpdateResult",

@@ -1,8 +1,9 @@
 """Where ``MemoryConfig.build`` reads settings from: the YAML file and ``MEMFOLD_*`` variables.
 
 Which file: an explicit path, else ``$MEMFOLD_CONFIG``, else ``./memfold.yaml`` when it
-exists. Variables use the key names (``MEMFOLD_WORKERS=8``); the ``llm`` section takes
-nested names (``MEMFOLD_LLM__MODEL=gpt-4o-mini``) or one JSON object (``MEMFOLD_LLM``).
+exists. Variables use the key names (``MEMFOLD_WORKERS=8``); the ``llm`` and
+``embeddings`` sections take nested names (``MEMFOLD_LLM__MODEL=gpt-4o-mini``) or one JSON
+object (``MEMFOLD_LLM``).
 A variable that looks like a misspelt key is reported, not silently ignored.
 """
 
@@ -42,6 +43,8 @@ DEFAULT_CONFIG_FILE = Path("memfold.yaml")
 NESTED = "__"
 #: Keys whose environment value is a list: JSON (``[...]``) or comma-separated.
 LIST_KEYS = ("categories", "guaranteed_categories", "rule_pattern_files")
+#: Keys that are a section (a JSON object, or one ``MEMFOLD_<SECTION>__<KEY>`` per key).
+SECTION_KEYS = ("llm", "embeddings")
 #: ``MEMFOLD_*`` variables that are not settings (read by memfold's scripts and tests).
 _NOT_SETTINGS = frozenset({CONFIG_ENV, "MEMFOLD_PYTHON", "MEMFOLD_DEMO_HOME"})
 
@@ -116,11 +119,11 @@ def _parse_list_or_object(name: str, key: str, raw: str) -> Any:
             return json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{name}: not valid JSON ({exc.msg})", key=key) from exc
-    if key == "llm":
+    if key in SECTION_KEYS:
         raise ConfigError(
             f"{name}={raw!r}: expected a JSON object such as "
-            '\'{"model": "gpt-4o-mini"}\'; or set one key per variable, '
-            f"e.g. {ENV_PREFIX}LLM{NESTED}MODEL={raw}",
+            f'\'{{"model": "{raw}"}}\'; or set one key per variable, '
+            f"e.g. {ENV_PREFIX}{key.upper()}{NESTED}MODEL={raw}",
             key=key,
         )
     return [part.strip() for part in raw.split(",") if part.strip()]
@@ -152,7 +155,9 @@ def from_env(
             else:
                 _warn_unknown(name, f"{section}{NESTED}", inner, sections[section])
         elif key in keys:
-            value = _parse_list_or_object(name, key, raw) if key in (*LIST_KEYS, "llm") else raw
+            value = (
+                _parse_list_or_object(name, key, raw) if key in (*LIST_KEYS, *SECTION_KEYS) else raw
+            )
             if key in out and isinstance(out[key], dict) and isinstance(value, dict):
                 value = {**value, **out[key]}  # MEMFOLD_LLM__X wins over MEMFOLD_LLM's x
             out[key] = value

@@ -29,7 +29,7 @@ from memfold._config_sources import (
 from memfold.errors import ConfigError
 from memfold.model import DEFAULT_CATEGORIES
 
-__all__ = ["ENV_PREFIX", "LLMConfig", "MemoryConfig", "mask_secrets"]
+__all__ = ["ENV_PREFIX", "EmbeddingsConfig", "LLMConfig", "MemoryConfig", "mask_secrets"]
 
 #: ``guaranteed_token_budget`` when it is not set: this share of ``max_injection_tokens``,
 #: at most ``_GUARANTEED_BUDGET_CAP``.
@@ -52,6 +52,22 @@ class LLMConfig(BaseModel):
     max_retries: int = Field(default=2, ge=0, le=10)
     #: ``auto`` tries JSON mode and falls back when the server rejects it.
     json_mode: Literal["auto", "on", "off"] = "auto"
+
+
+class EmbeddingsConfig(BaseModel):
+    """Optional embeddings for hybrid search, from an OpenAI-compatible ``/v1/embeddings``
+    endpoint. The API key is never stored here: only the *name* of its variable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: Literal["openai"] = "openai"
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str | None = "OPENAI_API_KEY"
+    timeout_seconds: float = Field(default=10.0, gt=0.0, le=600.0)
+    #: Ask the model for shorter vectors (OpenAI text-embedding-3 models accept it).
+    dimensions: int | None = Field(default=None, ge=1, le=65_536)
+    batch_size: int = Field(default=64, ge=1, le=2048)
 
 
 class MemoryConfig(BaseModel):
@@ -84,11 +100,14 @@ class MemoryConfig(BaseModel):
     #: Default: 25 % of ``max_injection_tokens``, at most 500.
     guaranteed_token_budget: int = Field(default=_GUARANTEED_BUDGET_CAP, ge=0, le=200_000)
     token_encoding: Literal["cl100k_base", "o200k_base"] = "cl100k_base"  # noqa: S105
-    injection_mode: Literal["per_call", "per_thread"] = "per_call"
+    injection_mode: Literal["per_call", "per_thread", "relevant"] = "per_call"
     include_date: bool = False
     #: An agent's block also carries the user's shared memory (``agent=None``) beneath the
     #: agent's own facts; ``false`` keeps every agent bucket strictly apart.
     include_shared: bool = True
+
+    #: Search (issue 17): optional embeddings for hybrid ranking; lexical only without.
+    embeddings: EmbeddingsConfig | None = None
 
     #: Replace secrets (API keys, tokens, passwords, card numbers…) before extraction and storage.
     redact_secrets: bool = True
@@ -183,7 +202,8 @@ class MemoryConfig(BaseModel):
         path = find_config_file(file, environ)
         data: dict[str, Any] = {} if path is None else read_yaml(path)
         keys = cls.model_fields
-        data = merge_sources(data, from_env(environ, keys, {"llm": LLMConfig.model_fields}))
+        sections = {"llm": LLMConfig.model_fields, "embeddings": EmbeddingsConfig.model_fields}
+        data = merge_sources(data, from_env(environ, keys, sections))
         data.update({k: v for k, v in overrides.items() if v is not None})
         config = cls.validated(data)
         config._source = path
@@ -230,8 +250,9 @@ def _allowed_range(loc: tuple[int | str, ...]) -> str | None:
     """``between 1 and 64`` (or ``greater than 0.0 and at most 3600.0`` for an exclusive
     bound) for a bounded key, else None."""
     model: type[BaseModel] = MemoryConfig
-    if len(loc) == 2 and loc[0] == "llm":
-        model, loc = LLMConfig, loc[1:]
+    sections: dict[int | str, type[BaseModel]] = {"llm": LLMConfig, "embeddings": EmbeddingsConfig}
+    if len(loc) == 2 and loc[0] in sections:
+        model, loc = sections[loc[0]], loc[1:]
     info = model.model_fields.get(str(loc[0])) if len(loc) == 1 else None
     if info is None:
         return None
@@ -256,7 +277,8 @@ def _allowed_range(loc: tuple[int | str, ...]) -> str | None:
 
 
 def _did_you_mean(loc: tuple[int | str, ...]) -> str:
-    model: type[BaseModel] = LLMConfig if len(loc) == 2 and loc[0] == "llm" else MemoryConfig
+    sections: dict[int | str, type[BaseModel]] = {"llm": LLMConfig, "embeddings": EmbeddingsConfig}
+    model = sections.get(loc[0], MemoryConfig) if len(loc) == 2 else MemoryConfig
     guess = closest(str(loc[-1]), model.model_fields) if loc else None
     if guess is None:
         return "; see the configuration table in the README"

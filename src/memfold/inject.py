@@ -9,7 +9,10 @@ neither close the block nor forge a line of its own (defect 12).
 Budget order: the wrapper, then guaranteed facts (``correction`` by default) from their
 own budget, then the other facts by confidence; the six summaries get what is left and
 only they are ever cut short, at a word boundary. When a small block cannot hold every
-guaranteed fact, their ``(avoid: …)`` parts go first, and nothing else is shown.
+guaranteed fact, their ``(avoid: …)`` parts go first, and nothing else is shown. Given a
+``relevance`` order (fact ids, most relevant to the user's message first, from
+``memfold.search``), the facts it names come before the others, which keep their
+confidence order.
 """
 
 from __future__ import annotations
@@ -91,6 +94,18 @@ def _by_priority(facts: Sequence[Fact]) -> list[Fact]:
     return sorted(newest_first, key=operator.attrgetter("confidence"), reverse=True)
 
 
+def _ordered(facts: Sequence[Fact], relevance: Sequence[str]) -> list[Fact]:
+    """Facts named in ``relevance`` first, in its order; then the rest by priority."""
+    by_priority = _by_priority(facts)
+    if not relevance:
+        return by_priority
+    rank: dict[str, int] = {}
+    for position, fact_id in enumerate(relevance):
+        rank.setdefault(fact_id, position)
+    first = sorted((f for f in by_priority if f.id in rank), key=lambda f: rank[f.id])
+    return first + [f for f in by_priority if f.id not in rank]
+
+
 def _char_truncate(count: Count) -> Truncate:
     """Token truncation for a plain counting callable: the longest character prefix that
     counts at most ``limit`` (binary search; assumes longer prefixes never count less)."""
@@ -120,6 +135,7 @@ def _tools(counter: Count | TokenCounter) -> tuple[Count, Truncate]:
 class _Settings:
     guaranteed: frozenset[str]
     guaranteed_budget: int
+    relevance: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -140,7 +156,7 @@ class _FactPicker:
         flags: list[bool] = []
         lines: list[str] = []
         short: list[tuple[str, int] | None] = []
-        for fact in _by_priority(facts):
+        for fact in _ordered(facts, settings.relevance):
             line = _fact_line(fact.content, fact.category, fact.confidence, fact.source_error)
             if line:
                 flag = fact.category.lower() in guaranteed
@@ -333,10 +349,13 @@ def render(
     guaranteed_categories: Sequence[str] = ("correction",),
     guaranteed_budget: int = 500,
     today: datetime.date | None = None,
+    relevance: Sequence[str] = (),
 ) -> str:
     """The injection block for ``document`` within ``max_tokens`` (wrapper included).
 
-    Returns "" when the document is empty or not even one line fits.
+    ``relevance`` lists fact ids most relevant first; those facts are taken before the
+    others (after the guaranteed ones). Returns "" when the document is empty or not even
+    one line fits.
 
     Raises:
         ValueError: ``max_tokens`` or ``guaranteed_budget`` is negative.
@@ -348,7 +367,9 @@ def render(
     if document.is_empty:
         return ""
     count, truncate = _tools(counter)
-    settings = _Settings(frozenset(c.lower() for c in guaranteed_categories), guaranteed_budget)
+    settings = _Settings(
+        frozenset(c.lower() for c in guaranteed_categories), guaranteed_budget, tuple(relevance)
+    )
     head = [f"{OPEN_TAG}\n"]
     if today is not None:
         head.append(f"Current date: {today.isoformat()}\n")
@@ -373,8 +394,10 @@ def render(
 class ContextRenderer:
     """``render`` with fixed settings and a bounded, thread-safe cache of finished blocks.
 
-    A block is cached under (scope, revision, generation, max_tokens, today): a committed
-    revision never changes, so the cache needs no invalidation.
+    A block is cached under (scope, revision, generation, max_tokens, today, relevance): a
+    committed revision never changes, so the cache needs no invalidation. Keying on the
+    relevance order rather than on the query lets two messages that match the same facts
+    share one block.
     """
 
     def __init__(
@@ -426,17 +449,19 @@ class ContextRenderer:
         *,
         max_tokens: int | None = None,
         today: datetime.date | None = None,
+        relevance: Sequence[str] = (),
         cache_key: Hashable | None = None,
     ) -> str:
-        """The block for ``scope``'s ``document`` (cached per revision, or under
-        ``cache_key`` for a document built from several, e.g. layered scopes).
+        """The block for ``scope``'s ``document`` (cached per revision and relevance order,
+        or under ``cache_key`` for a document built from several, e.g. layered scopes).
 
         Raises:
             ValueError: ``max_tokens`` is negative.
         """
         budget = self.max_tokens if max_tokens is None else max_tokens
+        order = tuple(relevance)
         revision = (document.revision, document.generation) if cache_key is None else cache_key
-        key = (scope, revision, budget, today)
+        key = (scope, revision, budget, today, order)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
@@ -449,6 +474,7 @@ class ContextRenderer:
             guaranteed_categories=self.guaranteed_categories,
             guaranteed_budget=self.guaranteed_budget,
             today=today,
+            relevance=order,
         )
         with self._lock:
             self._cache[key] = block

@@ -11,6 +11,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, date, datetime
@@ -34,6 +35,7 @@ from memfold.model import (
 from memfold.queue.base import Job, JobKey, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
 from memfold.redact import redact_messages, redactor_for
+from memfold.search import Embedder, Searcher, SearchHit, check_search_args, make_embedder
 from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
@@ -62,6 +64,7 @@ class Memory(ManualEdits):
         store: MemoryStore | None = None,
         extractor: Extractor | None = None,
         chat_model: Any = None,
+        embedder: Embedder | None = None,
         clock: Clock | None = None,
         now: Callable[[], datetime] | None = None,
         start_workers: bool = True,
@@ -69,11 +72,11 @@ class Memory(ManualEdits):
     ) -> None:
         """Build from a config (or keyword overrides of it, e.g. ``home=...``).
 
-        ``store``, ``extractor`` and ``chat_model`` replace what the config would build
-        (tests pass ``memfold.testing`` fakes). ``chat_model`` is any LangChain chat model
-        or a memfold ``ChatModel``. ``start_workers=False`` runs queued updates only on
-        ``flush()`` or ``close()`` (deterministic tests, scripts, the CLI), and opens a
-        durable queue only when a call needs it.
+        ``store``, ``extractor``, ``chat_model`` and ``embedder`` replace what the config
+        would build (tests pass ``memfold.testing`` fakes). ``chat_model`` is any LangChain
+        chat model or a memfold ``ChatModel``. ``start_workers=False`` runs queued updates
+        only on ``flush()`` or ``close()`` (deterministic tests, scripts, the CLI), and opens
+        a durable queue only when a call needs it.
 
         Raises:
             ConfigError: a setting is invalid or names a missing optional dependency.
@@ -95,6 +98,15 @@ class Memory(ManualEdits):
         # built on the first context(): the token table loads only when something is counted
         self._context_renderer: ContextRenderer | None = None
         self._renderer_lock = threading.Lock()
+        if embedder is not None and not isinstance(embedder, Embedder):
+            raise TypeError(
+                f"embedder={embedder!r}: pass an object with a `name` and an "
+                "`embed(texts) -> list of vectors` method, or configure `embeddings`"
+            )
+        self._own_embedder = embedder is None and config.embeddings is not None
+        if embedder is None and config.embeddings is not None:
+            embedder = make_embedder(config.embeddings)
+        self._searcher = Searcher(embedder, clock=time.monotonic if clock is None else clock.now)
         self._updater = Updater(
             self._store,
             self._extractor,
@@ -328,27 +340,40 @@ class Memory(ManualEdits):
         max_tokens: int | None = None,
         today: date | None = None,
         include_shared: bool | None = None,
+        query: str | None = None,
     ) -> str:
         """The ``<user_memory>`` block to put in a system prompt; "" when memory is empty.
 
         It never exceeds ``max_tokens`` (default ``max_injection_tokens``), wrapper included.
         For an agent, the user's shared memory is layered beneath the agent's own (its
         facts win on duplicates, one budget for both) unless ``include_shared`` (default:
-        the config key of that name) is False.
+        the config key of that name) is False. With ``query`` (the user's latest message),
+        the facts most relevant to it are taken first after the guaranteed ones, then the
+        rest by confidence.
+
+        Raises:
+            TypeError: ``query`` is neither a string nor None.
         """
+        if query is not None and not isinstance(query, str):
+            raise TypeError(f"query must be a string or None, not {type(query).__name__}")
         scope = Scope(user_id, agent)
         if today is None and self.config.include_date:
             today = self._now().date()
         document = self._store.load(scope)
+        key = None
         shared = self.config.include_shared if include_shared is None else include_shared
-        if agent is None or not shared:
-            return self._renderer.render(scope, document, max_tokens=max_tokens, today=today)
-        base = self._store.load(Scope(user_id, None))
-        # cached under both revisions: a commit to either gives a new block
-        key = (scope, document.revision, document.generation, base.revision, base.generation)
+        if agent is not None and shared:
+            base = self._store.load(Scope(user_id, None))
+            # cached under both revisions: a commit to either gives a new block
+            key = (document.revision, document.generation, base.revision, base.generation)
+            document = layer(base, document)
+        relevance: tuple[str, ...] = ()
+        if query and query.strip() and document.facts:
+            relevance = self._searcher.relevance(scope, document.facts, query)
         return self._renderer.render(
-            scope, layer(base, document), max_tokens=max_tokens, today=today, cache_key=key
-        )
+            scope, document, max_tokens=max_tokens, today=today, relevance=relevance,
+            cache_key=key,
+        )  # fmt: skip
 
     async def acontext(
         self,
@@ -357,13 +382,59 @@ class Memory(ManualEdits):
         agent: str | None = None,
         max_tokens: int | None = None,
         include_shared: bool | None = None,
+        query: str | None = None,
     ) -> str:
         return await asyncio.to_thread(
             functools.partial(
                 self.context, user_id=user_id, agent=agent, max_tokens=max_tokens,
-                include_shared=include_shared,
+                include_shared=include_shared, query=query,
             )
         )  # fmt: skip
+
+    def search(
+        self,
+        query: str,
+        /,
+        *,
+        user_id: str | None = None,
+        agent: str | None = None,
+        limit: int = 10,
+        category: str | None = None,
+    ) -> list[SearchHit]:
+        """The scope's facts that best match ``query``, best first (at most ``limit``).
+
+        Lexical (BM25, English and Chinese) over content and category; hybrid with the
+        configured ``embeddings``. ``category`` keeps only facts of that category. Only
+        facts that match are returned, so the list may be shorter than ``limit`` or empty.
+
+        Raises:
+            TypeError: ``query`` is not a string, ``limit`` not an int, ``category`` not a
+                string or None.
+            ValueError: ``query`` is empty or ``limit`` is outside 1..1000.
+        """
+        check_search_args(query, limit, category)
+        scope = Scope(user_id, agent)
+        document = self._store.load(scope)
+        if not document.facts:
+            return []
+        return self._searcher.search(scope, document.facts, query, limit=limit, category=category)
+
+    async def asearch(
+        self,
+        query: str,
+        /,
+        *,
+        user_id: str | None = None,
+        agent: str | None = None,
+        limit: int = 10,
+        category: str | None = None,
+    ) -> list[SearchHit]:
+        """``search`` for async callers (the store and any embeddings call run in a thread)."""
+        return await asyncio.to_thread(
+            functools.partial(
+                self.search, query, user_id=user_id, agent=agent, limit=limit, category=category
+            )
+        )
 
     def export(self, *, user_id: str | None = None, agent: str | None = None) -> dict[str, Any]:
         """The scope's document as JSON-ready data."""
@@ -387,6 +458,7 @@ class Memory(ManualEdits):
             with self._lock:
                 self._fenced.update((job.key, job.enqueued_at) for job in running(scope))
         self._store.clear(scope)
+        self._searcher.forget(scope)
         for job in dropped:
             # the watermark is computed on redacted turns, as the updater sees them
             seen = redact_messages(job.messages, self._redactor)
@@ -420,6 +492,9 @@ class Memory(ManualEdits):
             with self._lock:
                 self._close_result = drained
             self._store.close()
+            embedder_close = getattr(self._searcher.embedder, "close", None)
+            if self._own_embedder and callable(embedder_close):
+                embedder_close()
         return drained
 
     def _close_at_exit(self) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "document_from_dict",
     "document_to_dict",
     "empty_document",
+    "fact_to_dict",
     "message_key",
 ]
 
@@ -375,6 +376,11 @@ def _fact_to(fact: Fact) -> dict[str, Any]:
         "sourceError": fact.source_error,
         **_thaw(fact.extra),
     }
+
+
+def fact_to_dict(fact: Fact) -> dict[str, Any]:
+    """The JSON-ready form of one fact, as it appears in a document's ``facts``."""
+    return _fact_to(fact)
 
 
 def document_to_dict(doc: MemoryDocument) -> dict[str, Any]:

@@ -8,15 +8,22 @@ Every fake keeps its state on the instance, never on the class.
 - :class:`InMemoryStore`: a ``MemoryStore`` with the same compare-and-set semantics as
   the real stores.
 - :class:`FakeOpenAIServer`: a real HTTP server on 127.0.0.1 speaking the OpenAI
-  chat-completions protocol with scripted replies, for end-to-end tests of the real
-  client code path.
+  chat-completions protocol with scripted replies, and the embeddings protocol
+  (``hashed_embedding`` by default), for end-to-end tests of the real client code path.
 """
 
 from __future__ import annotations
 
-from memfold.llm.fake_server import FakeOpenAIServer, FakeReply
+from memfold.llm.fake_server import FakeOpenAIServer, FakeReply, hashed_embedding
 from memfold.llm.scripted import ScriptedChatModel
 from memfold.queue.clock import FakeClock
 from memfold.store.inmemory import InMemoryStore
 
-__all__ = ["FakeClock", "FakeOpenAIServer", "FakeReply", "InMemoryStore", "ScriptedChatModel"]
+__all__ = [
+    "FakeClock",
+    "FakeOpenAIServer",
+    "FakeReply",
+    "InMemoryStore",
+    "ScriptedChatModel",
+    "hashed_embedding",
+]

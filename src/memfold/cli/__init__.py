@@ -11,7 +11,7 @@ with ``options.opened()``, and import the module below. Keep heavy imports insid
 command function: ``memfold --help`` loads every module here.
 """
 
-from memfold.cli import _admin, _facts, _ingest, _read  # noqa: F401 (they register commands)
+from memfold.cli import _admin, _facts, _ingest, _read, _search  # noqa: F401 (they register commands)
 from memfold.cli._app import CheckFailed, Options, cli, main, scope_options
 
 __all__ = ["CheckFailed", "Options", "cli", "main", "scope_options"]

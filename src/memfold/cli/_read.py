@@ -74,15 +74,22 @@ def ordered_facts(document: MemoryDocument) -> list[Any]:
 @click.option("--shared/--no-shared", "include_shared", default=None,
               help="With --agent: layer the user's shared memory beneath (default: "
               "`include_shared` in the config).")  # fmt: skip
+@click.option("--query", help="The user's message: inject the facts relevant to it first.")
 @click.option("--json", "as_json", is_flag=True, help="The block, its budget and its size.")
 @scope_options
 @click.pass_obj
 def context(
-    options: Options, max_tokens: int | None, include_shared: bool | None, as_json: bool
+    options: Options,
+    max_tokens: int | None,
+    include_shared: bool | None,
+    query: str | None,
+    as_json: bool,
 ) -> None:
     """Print the block memfold would inject into the system prompt (nothing when empty)."""
     with options.opened() as mem:
-        block = mem.context(**options.scope, max_tokens=max_tokens, include_shared=include_shared)
+        block = mem.context(
+            **options.scope, max_tokens=max_tokens, include_shared=include_shared, query=query
+        )
         if not block and not explain_missing(mem, options, mem.get(**options.scope)):
             note(f"the memory of {options.who()} is empty: nothing to inject")
         budget = mem.config.max_injection_tokens if max_tokens is None else max_tokens

@@ -6,6 +6,9 @@
   system message of each model call; the block never enters the thread's state.
 - ``after_agent`` / ``aafter_agent`` record the run's messages for a background update.
 
+``memory_tools(memory)`` gives the agent ``memory_search``, ``memory_add``,
+``memory_update`` and ``memory_delete`` tools over the same memory ("tool mode").
+
 Memory fails open: any error while resolving ids, loading or recording memory is logged
 with the (thread, user, agent) key and the turn goes on without memory. Errors of the
 model itself are not touched.
@@ -30,7 +33,8 @@ try:
         SummarizationMiddleware,
     )
     from langchain.agents.middleware.types import ModelCallResult, ModelResponse
-    from langchain_core.messages import RemoveMessage, SystemMessage
+    from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
+    from langchain_core.tools import BaseTool
     from langgraph.config import get_config
     from langgraph.graph.message import REMOVE_ALL_MESSAGES
     from langgraph.runtime import Runtime
@@ -48,6 +52,8 @@ __all__ = [
     "MemoryMiddleware",
     "MemorySummarizationMiddleware",
     "dropped_messages",
+    "latest_user_text",
+    "memory_tools",
     "resolve_thread_id",
     "with_memory_block",
 ]
@@ -57,9 +63,9 @@ logger = logging.getLogger(__name__)
 #: A fixed id, a function of the run's ``Runtime`` returning the id, or None to read
 #: ``user_id`` / ``agent`` from ``runtime.context`` (a key of a mapping or an attribute).
 IdResolver: TypeAlias = str | Callable[[Runtime[Any]], str | None] | None
-InjectionMode: TypeAlias = Literal["per_call", "per_thread"]
+InjectionMode: TypeAlias = Literal["per_call", "per_thread", "relevant"]
 
-_INJECTION_MODES: Final = ("per_call", "per_thread")
+_INJECTION_MODES: Final = ("per_call", "per_thread", "relevant")
 DEFAULT_MAX_FROZEN_BLOCKS: Final = 1024
 
 _Key: TypeAlias = tuple[str | None, str | None, str | None]
@@ -98,6 +104,15 @@ def _describe(key: _Key | None) -> str:
     user = "<default user>" if user_id is None else repr(user_id)
     where = f"thread {thread_id!r}, user {user}"
     return where if agent is None else f"{where}, agent {agent!r}"
+
+
+def latest_user_text(messages: list[BaseMessage] | list[Any]) -> str | None:
+    """The text of the last human message (its text blocks joined), or None."""
+    for message in reversed(messages):
+        if getattr(message, "type", None) == "human":
+            text = message.text
+            return text if isinstance(text, str) and text.strip() else None
+    return None
 
 
 def with_memory_block(system: SystemMessage | None, block: str) -> SystemMessage:
@@ -202,7 +217,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     defaults to ``memory.config.injection_mode``: ``per_call`` renders fresh memory for
     every model call; ``per_thread`` freezes the block at the thread's first model call
     in this process (prompt caching keeps working), remembering at most
-    ``max_frozen_blocks`` (thread, user, agent) blocks.
+    ``max_frozen_blocks`` (thread, user, agent) blocks; ``relevant`` renders fresh memory
+    for every call with the latest user message as ``query``, so the facts that matter for
+    that message are injected first (``Memory.context(query=...)``).
 
     List it after any middleware that sets the system prompt (e.g. ``@dynamic_prompt``):
     ``wrap_model_call`` hooks run in list order, so one listed after this middleware that
@@ -248,7 +265,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             key = self._identity.key(request.runtime)
             block = self._frozen_block(key)
             if block is None:
-                block = self.memory.context(user_id=key[1], agent=key[2])
+                block = self.memory.context(
+                    user_id=key[1], agent=key[2], query=self._query(request)
+                )
                 block = self._freeze(key, block)
             with_memory = self._with_block(request, block)
         except Exception:
@@ -267,13 +286,20 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             key = self._identity.key(request.runtime)
             block = self._frozen_block(key)
             if block is None:
-                block = await self.memory.acontext(user_id=key[1], agent=key[2])
+                block = await self.memory.acontext(
+                    user_id=key[1], agent=key[2], query=self._query(request)
+                )
                 block = self._freeze(key, block)
             with_memory = self._with_block(request, block)
         except Exception:
             self._log_load_failure(key)
             with_memory = request
         return await handler(with_memory)
+
+    def _query(self, request: ModelRequest[Any]) -> str | None:
+        if self.injection_mode != "relevant":
+            return None
+        return latest_user_text(request.messages)
 
     def _frozen_block(self, key: _Key) -> str | None:
         if self.injection_mode != "per_thread" or key[0] is None:
@@ -344,6 +370,30 @@ def _log_record_failure(key: _Key | None) -> None:
         _describe(key),
         exc_info=True,
     )
+
+
+# --- tools ---------------------------------------------------------------------------
+
+
+def memory_tools(
+    memory: Memory, *, user_id: IdResolver = None, agent: IdResolver = None
+) -> list[BaseTool]:
+    """Tools that let the agent search and edit its memory of the user itself:
+    ``memory_search``, ``memory_add``, ``memory_update`` and ``memory_delete``.
+
+    ``user_id`` and ``agent`` resolve as in ``MemoryMiddleware`` (a callable receives the
+    tool's ``ToolRuntime``, which has the run's ``context``). Every tool returns JSON; an
+    error (an unknown id, a duplicate, a bad argument, a storage failure) is returned to
+    the model as ``{"error": ..., "type": ...}`` and never raised into the run. Writes go
+    through ``Memory.add_fact`` / ``edit_fact`` / ``delete_fact``: the same redaction,
+    duplicate check and limits as any other edit.
+
+    Raises:
+        TypeError: ``user_id`` or ``agent`` is neither a string, a callable nor None.
+    """
+    from memfold.integrations._langchain_tools import build_memory_tools
+
+    return build_memory_tools(memory, _Identity(user_id, agent))
 
 
 # --- summarisation -------------------------------------------------------------------

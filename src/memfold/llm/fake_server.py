@@ -6,6 +6,11 @@ that is not JSON, or a hang longer than the client's timeout. With
 ``reject_response_format=True`` it behaves like servers that refuse JSON mode: any request
 carrying ``response_format`` gets a 400 without consuming the script.
 
+``POST /v1/embeddings`` answers from ``embed`` (text → vector; by default a deterministic
+hash of the text's words, 64 dimensions), or with the next reply queued by
+``script_embeddings`` (errors, hangs). Embedding requests are kept apart from chat ones
+(``embedding_requests``) and never consume the chat script.
+
     with FakeOpenAIServer() as server:
         server.script(FakeReply.text('{"newFacts": []}'))
         model = OpenAIChatModel("fake", base_url=server.base_url, api_key_env=None)
@@ -13,14 +18,34 @@ carrying ``response_format`` gets a 400 without consuming the script.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import math
+import re
+import struct
 import threading
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeOpenAIServer", "FakeReply"]
+__all__ = ["FakeOpenAIServer", "FakeReply", "hashed_embedding"]
+
+Embed = Callable[[str], Sequence[float]]
+_WORDS = re.compile(r"\w+")
+
+
+def hashed_embedding(text: str, dimensions: int = 64) -> list[float]:
+    """A deterministic unit vector of the text's lower-cased words (each word hashed to
+    one dimension): texts sharing words are close, others nearly orthogonal."""
+    vector = [0.0] * dimensions
+    for word in _WORDS.findall(text.lower()):
+        digest = hashlib.sha256(word.encode("utf-8")).digest()
+        vector[int.from_bytes(digest[:4], "big") % dimensions] += 1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector] if any(vector) else [1.0] + [0.0] * (dimensions - 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +109,9 @@ class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
     reject_response_format: bool = False
+    embed: Embed = hashed_embedding
+    embedding_script: deque[FakeReply] = field(default_factory=deque)
+    embedding_requests: list[dict[str, Any]] = field(default_factory=list)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -100,6 +128,9 @@ class _Handler(BaseHTTPRequestHandler):
             request = json.loads(raw or b"{}")
         except json.JSONDecodeError:
             request = {"_unparsed": raw.decode("utf-8", "replace")}
+        if self.path.rstrip("/").endswith("/embeddings"):
+            self._embeddings(request)
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(FakeReply.error(404, f"unknown path {self.path}"))
             return
@@ -114,6 +145,39 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.hang_seconds and state.stopping.wait(reply.hang_seconds):
             return
         self._send(reply)
+
+    def _embeddings(self, request: dict[str, Any]) -> None:
+        state = self.server.state
+        with state.lock:
+            state.embedding_requests.append(request)
+            scripted = state.embedding_script.popleft() if state.embedding_script else None
+        if scripted is not None:
+            if scripted.hang_seconds and state.stopping.wait(scripted.hang_seconds):
+                return
+            self._send(scripted)
+            return
+        texts = request.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            self._send(FakeReply.error(400, "input must be a string or a list of strings"))
+            return
+        data = []
+        for index, text in enumerate(texts):
+            vector = [float(v) for v in state.embed(text)]
+            if request.get("encoding_format") == "base64":
+                packed = struct.pack(f"<{len(vector)}f", *vector)
+                encoded: Any = base64.b64encode(packed).decode("ascii")
+            else:
+                encoded = vector
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        tokens = sum(len(text.split()) for text in texts)
+        body = {
+            "object": "list",
+            "data": data,
+            "model": request.get("model", "fake"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+        self._send(FakeReply(body=json.dumps(body)))
 
     def _send(self, reply: FakeReply) -> None:
         body = reply.body.encode("utf-8")
@@ -137,8 +201,10 @@ class _Server(ThreadingHTTPServer):
 class FakeOpenAIServer:
     """Starts on a free port of 127.0.0.1; ``base_url`` ends in ``/v1``. Thread-safe."""
 
-    def __init__(self, *, reject_response_format: bool = False) -> None:
+    def __init__(self, *, reject_response_format: bool = False, embed: Embed | None = None) -> None:
         self._state = _State(reject_response_format=reject_response_format)
+        if embed is not None:
+            self._state.embed = embed
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -206,3 +272,14 @@ class FakeOpenAIServer:
         """Scripted replies not used yet."""
         with self._state.lock:
             return len(self._state.script)
+
+    def script_embeddings(self, *replies: FakeReply) -> None:
+        """Queue replies for the next ``/v1/embeddings`` requests (then ``embed`` answers)."""
+        with self._state.lock:
+            self._state.embedding_script.extend(replies)
+
+    @property
+    def embedding_requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of ``/v1/embeddings`` requests received so far (a copy)."""
+        with self._state.lock:
+            return list(self._state.embedding_requests)

@@ -12,14 +12,13 @@ the SDK, so that one call, retries and their waits included, never outlasts its 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from memfold._openai_sdk import LOCAL_API_KEY, api_key_from_env, import_openai
 from memfold.config import mask_secrets
-from memfold.errors import ConfigError
 from memfold.extract.base import Usage
 from memfold.llm.base import ChatMessage, ChatModelError, Completion, flatten_content
 
@@ -30,8 +29,6 @@ __all__ = ["LOCAL_API_KEY", "OpenAIChatModel"]
 
 log = logging.getLogger("memfold.llm")
 
-#: Sent as the key when ``api_key_env`` is None (local servers ignore it, the SDK needs one).
-LOCAL_API_KEY = "memfold-no-key"
 
 JsonMode = Literal["auto", "on", "off"]
 
@@ -57,14 +54,7 @@ _MAX_RETRY_DELAY = 8.0
 
 
 def _import_openai() -> Any:
-    try:
-        import openai
-    except ImportError as exc:
-        raise ConfigError(
-            "llm.provider=openai needs the openai package: pip install 'memfold[openai]'",
-            key="llm.provider",
-        ) from exc
-    return openai
+    return import_openai("llm")
 
 
 class OpenAIChatModel:
@@ -94,17 +84,7 @@ class OpenAIChatModel:
         if json_mode not in ("auto", "on", "off"):
             raise ValueError(f"json_mode={json_mode!r}: use 'auto', 'on' or 'off'")
         sdk = _import_openai()
-        env = os.environ if environ is None else environ
-        if api_key_env is None:
-            api_key = LOCAL_API_KEY
-        else:
-            api_key = env.get(api_key_env, "")
-            if not api_key:
-                raise ConfigError(
-                    f"environment variable {api_key_env} is not set: export it with your API "
-                    "key, or set llm.api_key_env to null for a local server that needs none",
-                    key="llm.api_key_env",
-                )
+        api_key = api_key_from_env(api_key_env, "llm", environ)
         self.model = model
         self.base_url = base_url
         self.timeout = timeout

@@ -27,6 +27,7 @@ supply connections, transactions, the placeholder and the DDL.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
@@ -36,6 +37,7 @@ from typing import Any, ClassVar
 from memfold.errors import ConflictError, CorruptMemoryError, StorageError
 from memfold.model import DocumentError, MemoryDocument, Scope, document_from_dict, document_to_dict
 from memfold.store._ids import validate_id
+from memfold.store._parsed import ParsedRows
 from memfold.store.base import check_commit_args, loads_strict_json
 
 __all__ = [
@@ -54,6 +56,11 @@ SCHEMA_COMPONENT = "store"
 #: First character of a hashed key column value (see the module doc).
 HASHED_KEY_MARK = "\x01"
 _EMPTY = MemoryDocument()
+_WHERE_SCOPE = "WHERE user_key = ? AND agent_key = ?"
+_STAMP_SQL = f"SELECT revision, generation, updated_at FROM {DOCUMENTS_TABLE} {_WHERE_SCOPE}"
+_STAMPED_ROW_SQL = (
+    f"SELECT revision, generation, document, updated_at FROM {DOCUMENTS_TABLE} {_WHERE_SCOPE}"
+)
 
 
 class CorruptRowError(CorruptMemoryError):
@@ -97,6 +104,10 @@ class BaseSqlStore:
     migrations: ClassVar[tuple[tuple[str, ...], ...]] = ()
     #: Longest id (UTF-8 bytes) used as a key column value as it is; None: no limit.
     key_limit_bytes: ClassVar[int | None] = None
+    #: Load by a first query of (revision, generation, updated_at) and reuse the parsed
+    #: document while they match (PostgreSQL: ``updated_at`` has microseconds, and sending
+    #: a large document costs more than the extra query); else compare the whole text.
+    stamp_loads: ClassVar[bool] = False
     #: Low-level errors to translate into :class:`StorageError`.
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = ()
 
@@ -272,14 +283,34 @@ class BaseSqlStore:
             TypeError, ValueError: an id is invalid.
         """
         keys = self._keys(scope)
+        cache = self._parsed_rows
         try:
             with self._connection() as conn:
-                row = self._select(conn, keys, lock=False)
+                if self.stamp_loads:
+                    stamp = self._run(conn, _STAMP_SQL, keys).fetchone()
+                    if stamp is None:
+                        return _EMPTY
+                    cached = cache.get(scope, tuple(stamp))
+                    if cached is not None:
+                        return cached
+                    row = self._run(conn, _STAMPED_ROW_SQL, keys).fetchone()
+                else:
+                    row = self._select(conn, keys, lock=False)
         except self.driver_errors as exc:
             raise self._storage_error(exc, f"load the memory of {scope}") from exc
         if row is None:
             return _EMPTY
-        return self._parse(scope, *row)
+        revision, generation, text = row[:3]
+        key = (revision, generation, row[3]) if self.stamp_loads else (revision, generation, text)
+        parsed = cache.get(scope, key)
+        if parsed is None:
+            parsed = self._parse(scope, revision, generation, text)
+            cache.put(scope, key, parsed, len(text) if isinstance(text, str) else 0)
+        return parsed
+
+    @functools.cached_property
+    def _parsed_rows(self) -> ParsedRows:
+        return ParsedRows()
 
     def commit(
         self, scope: Scope, document: MemoryDocument, *, expected_revision: int

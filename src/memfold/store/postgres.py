@@ -64,6 +64,7 @@ class PostgresStore(BaseSqlStore):
     placeholder = "%s"
     lock_suffix = " FOR UPDATE"
     now_sql = "now()"
+    stamp_loads = True
     key_limit_bytes = _KEY_LIMIT_BYTES
     migrations = _MIGRATIONS
     driver_errors = (psycopg.Error,)

@@ -1,0 +1,89 @@
+"""SQL stores reuse a parsed document only while its stored row is unchanged."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memfold.model import Fact, MemoryDocument, Scope
+from memfold.store._parsed import ParsedRows
+from memfold.store._sql import BaseSqlStore
+from memfold.store.sqlite import SqliteStore
+
+SCOPE = Scope("alice")
+
+
+def doc(*contents: str) -> MemoryDocument:
+    return MemoryDocument().with_changes(
+        facts=tuple(Fact(id=f"f{i}", content=c) for i, c in enumerate(contents))
+    )
+
+
+#: The SQL backends (the JSON store has its own validated cache).
+SQL = pytest.mark.parametrize("durable_backend", ["sqlite", "postgres"], indirect=True)
+
+
+@SQL
+def test_an_unchanged_row_gives_the_same_parsed_document(durable_backend: Any) -> None:
+    store = durable_backend.open()
+    try:
+        store.commit(SCOPE, doc("Likes tea"), expected_revision=0)
+
+        first = store.load(SCOPE)
+        assert store.load(SCOPE) is first
+    finally:
+        store.close()
+
+
+@SQL
+def test_a_commit_by_another_instance_is_seen_at_once(durable_backend: Any) -> None:
+    reader, writer = durable_backend.open(), durable_backend.open()
+    try:
+        writer.commit(SCOPE, doc("Likes tea"), expected_revision=0)
+        assert [f.content for f in reader.load(SCOPE).facts] == ["Likes tea"]
+
+        writer.commit(SCOPE, doc("Likes coffee"), expected_revision=1)
+        assert [f.content for f in reader.load(SCOPE).facts] == ["Likes coffee"]
+
+        writer.clear(SCOPE)
+        assert reader.load(SCOPE).facts == ()
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_sqlite_row_rewritten_with_the_same_revision_is_parsed_again(tmp_path: Path) -> None:
+    path = tmp_path / "memfold.sqlite3"
+    store = SqliteStore(path)
+    try:
+        store.commit(SCOPE, doc("Likes tea"), expected_revision=0)
+        before = store.load(SCOPE)
+        text = BaseSqlStore._dump(SCOPE, doc("Likes zig"))
+        with sqlite3.connect(path) as conn:  # e.g. a scope deleted and written again
+            conn.execute("UPDATE memfold_documents SET document = ?", (text,))
+
+        after = store.load(SCOPE)
+
+        assert after.revision == before.revision
+        assert [f.content for f in after.facts] == ["Likes zig"]
+    finally:
+        store.close()
+
+
+def test_parsed_rows_are_bounded_by_scopes_and_characters() -> None:
+    rows = ParsedRows(max_scopes=3, max_chars=100)
+    for i in range(5):
+        rows.put(Scope(f"u{i}"), (1, 0, "x"), MemoryDocument(), 10)
+    assert len(rows) == 3
+    assert rows.get(Scope("u0"), (1, 0, "x")) is None
+    assert rows.get(Scope("u4"), (1, 0, "x")) is not None
+
+    rows.put(Scope("big"), (1, 0, "y"), MemoryDocument(), 60)
+    rows.put(Scope("bigger"), (1, 0, "z"), MemoryDocument(), 60)
+    assert rows.get(Scope("big"), (1, 0, "y")) is None  # evicted to stay within 100 chars
+    rows.put(Scope("huge"), (1, 0, "w"), MemoryDocument(), 1000)
+    assert rows.get(Scope("huge"), (1, 0, "w")) is None  # never cached
+    assert rows.get(Scope("u4"), (2, 0, "x")) is None  # another key: not this document
