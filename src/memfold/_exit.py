@@ -15,7 +15,7 @@ import threading
 import weakref
 from typing import Protocol
 
-__all__ = ["track", "untrack"]
+__all__ = ["report", "track", "untrack"]
 
 logger = logging.getLogger("memfold")
 
@@ -37,6 +37,32 @@ def track(memory: _Closable) -> None:
 def untrack(memory: _Closable) -> None:
     with _lock:
         _open.discard(memory)
+
+
+def report(
+    *, pending: int, ran: int, failed: int, drained: bool, durable: bool, budget: float
+) -> None:
+    """Log what the exit drain of one ``Memory`` did (nothing when nothing was pending)."""
+    if not (pending or ran or failed):
+        return
+    left = 0 if drained else max(pending - ran, 1)
+    fate = ""
+    if left:
+        fate = (
+            " (they stay in the durable queue for the next process)"
+            if durable
+            else " (lost; their turns are sent again on the thread's next record)"
+        )
+    logger.warning(
+        "memfold: a Memory was still open at interpreter exit; within "
+        "shutdown_timeout_seconds=%g it ran %d pending update(s) (%d failed attempt(s)) "
+        "and left %d%s. Call close() or use `with Memory(...)` to drain when you choose",
+        budget,
+        ran,
+        failed,
+        left,
+        fate,
+    )
 
 
 def _close_all() -> None:

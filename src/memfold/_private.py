@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["private_database", "private_dirs"]
@@ -22,17 +23,20 @@ logger = logging.getLogger("memfold")
 _SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
-def private_dirs(folder: Path) -> None:
-    """Create ``folder`` and missing parents ``0700`` (the umask cannot widen that)."""
+def private_dirs(folder: Path, *, created: Callable[[Path], None] | None = None) -> None:
+    """Create ``folder`` and missing parents ``0700`` (the umask cannot widen that);
+    ``created(path)`` runs after each folder is made (the JSON store fsyncs its parent)."""
     missing: list[Path] = []
     probe = folder
-    while not probe.exists():
+    while not probe.is_dir():
         missing.append(probe)
         probe = probe.parent
     for path in reversed(missing):
         with contextlib.suppress(FileExistsError):  # another process was first
             path.mkdir(mode=0o700)
             os.chmod(path, 0o700)  # mkdir's mode is masked by the umask; make it exact
+        if created is not None:
+            created(path)
 
 
 def _narrow(path: Path) -> None:

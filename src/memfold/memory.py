@@ -6,7 +6,6 @@ Business rules live in ``apply``; this module only connects the boxes of the dat
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import os
@@ -19,6 +18,7 @@ from types import EllipsisType, TracebackType
 from typing import Any, Self, TypeVar
 
 from memfold import _exit
+from memfold._async_facade import AsyncFacade
 from memfold._manual import ManualEdits
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
@@ -48,7 +48,7 @@ logger = logging.getLogger("memfold")
 _T = TypeVar("_T")
 
 
-class Memory(ManualEdits):
+class Memory(ManualEdits, AsyncFacade):
     """Long-term memory of users for one agent application.
 
     ``Memory(MemoryConfig(home="./.memfold"))`` or ``Memory.from_file("memfold.yaml")``.
@@ -173,41 +173,11 @@ class Memory(ManualEdits):
             return False
         return self._get_queue().add((thread_id, user_id, agent), kept, detect(kept), urgent=urgent)
 
-    async def arecord(
-        self,
-        messages: Iterable[object],
-        /,
-        *,
-        thread_id: str,
-        user_id: str | None = None,
-        agent: str | None = None,
-        urgent: bool = False,
-    ) -> bool:
-        """``record`` for async callers. With the in-process queue it does no IO and runs
-        inline; a durable queue writes to its database, so that happens in a thread."""
-        if self.config.queue == "memory":
-            return self.record(
-                messages, thread_id=thread_id, user_id=user_id, agent=agent, urgent=urgent
-            )
-        return await asyncio.to_thread(
-            functools.partial(
-                self.record,
-                messages,
-                thread_id=thread_id,
-                user_id=user_id,
-                agent=agent,
-                urgent=urgent,
-            )
-        )
-
     def flush(self, timeout: float | None = 30.0) -> bool:
         """Run every pending update now, due or not; True when the queue drained. With a
         durable queue that includes updates other processes left queued."""
         queue = self._open_durable_queue()
         return True if queue is None else queue.flush(timeout)
-
-    async def aflush(self, timeout: float | None = 30.0) -> bool:
-        return await asyncio.to_thread(self.flush, timeout)
 
     def status(self) -> QueueStatus:
         """Queue counters, plus the LLM tokens spent by updates so far. A durable queue
@@ -375,22 +345,6 @@ class Memory(ManualEdits):
             cache_key=key,
         )  # fmt: skip
 
-    async def acontext(
-        self,
-        *,
-        user_id: str | None = None,
-        agent: str | None = None,
-        max_tokens: int | None = None,
-        include_shared: bool | None = None,
-        query: str | None = None,
-    ) -> str:
-        return await asyncio.to_thread(
-            functools.partial(
-                self.context, user_id=user_id, agent=agent, max_tokens=max_tokens,
-                include_shared=include_shared, query=query,
-            )
-        )  # fmt: skip
-
     def search(
         self,
         query: str,
@@ -418,23 +372,6 @@ class Memory(ManualEdits):
         if not document.facts:
             return []
         return self._searcher.search(scope, document.facts, query, limit=limit, category=category)
-
-    async def asearch(
-        self,
-        query: str,
-        /,
-        *,
-        user_id: str | None = None,
-        agent: str | None = None,
-        limit: int = 10,
-        category: str | None = None,
-    ) -> list[SearchHit]:
-        """``search`` for async callers (the store and any embeddings call run in a thread)."""
-        return await asyncio.to_thread(
-            functools.partial(
-                self.search, query, user_id=user_id, agent=agent, limit=limit, category=category
-            )
-        )
 
     def export(self, *, user_id: str | None = None, agent: str | None = None) -> dict[str, Any]:
         """The scope's document as JSON-ready data."""
@@ -509,27 +446,11 @@ class Memory(ManualEdits):
         drained = self.close()
         with self._lock:
             ran, failed = self._jobs_done - done, self._jobs_failed - failed
-        pending = before.pending + before.in_flight
-        if not (pending or ran or failed):
-            return
-        left = 0 if drained else max(pending - ran, 1)
-        fate = ""
-        if left:
-            fate = (
-                " (they stay in the durable queue for the next process)"
-                if self.config.queue != "memory"
-                else " (lost; their turns are sent again on the thread's next record)"
-            )
-        logger.warning(
-            "memfold: a Memory was still open at interpreter exit; within "
-            "shutdown_timeout_seconds=%g it ran %d pending update(s) (%d failed attempt(s)) "
-            "and left %d%s. Call close() or use `with Memory(...)` to drain when you choose",
-            self.config.shutdown_timeout_seconds,
-            ran,
-            failed,
-            left,
-            fate,
-        )
+        _exit.report(
+            pending=before.pending + before.in_flight, ran=ran, failed=failed, drained=drained,
+            durable=self.config.queue != "memory",
+            budget=self.config.shutdown_timeout_seconds,
+        )  # fmt: skip
 
     def __enter__(self) -> Self:
         return self

@@ -106,15 +106,7 @@ def fact_lines(fact: Any) -> list[str]:
 
 
 def fact_dict(fact: Any) -> dict[str, Any]:
-    """A fact for ``--json``: the stored fields plus ``manual``."""
-    return {
-        "id": fact.id,
-        "content": fact.content,
-        "category": fact.category,
-        "confidence": fact.confidence,
-        "manual": fact.is_manual,
-        "source": fact.source,
-        "sourceError": fact.source_error,
-        "createdAt": fact.created_at,
-        "updatedAt": fact.updated_at,
-    }
+    """A fact for ``--json``: its stored form (as in an export) plus ``manual``."""
+    from memfold.model import fact_to_dict
+
+    return {**fact_to_dict(fact), "manual": fact.is_manual}
