@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from memfold import edits
 from memfold.config import MemoryConfig
-from memfold.importing import check_import, merge_into, scrub_document
+from memfold.importing import check_import, merge_into
 from memfold.model import DocumentError, Fact, MemoryDocument, Scope
 from memfold.redact import Redactor, is_only_redaction
 from memfold.store.base import MemoryStore
@@ -115,8 +115,8 @@ class ManualEdits:
 
         A replacing import is a ``clear`` (queued and running updates of the scope are
         dropped, and the turns they carried are not learned later) followed by the new
-        document. Secrets in the imported text are redacted as in conversations; a fact
-        that is nothing but a secret is left out (logged).
+        document. The text is stored as imported; ``context``, ``search`` and ``export``
+        redact it at recall.
 
         Raises:
             ValueError: ``data`` is not a document memfold knows, or (not lenient) an item
@@ -128,9 +128,7 @@ class ManualEdits:
             raise ValueError(f"cannot import: {exc}") from exc
         for repair in checked.repairs:
             logger.warning("memfold import: %s", repair)
-        incoming, secrets = scrub_document(checked.document, self._redactor, is_only_redaction)
-        if secrets:
-            logger.warning("memfold import: left out %d fact(s) that held only a secret", secrets)
+        incoming = checked.document
         scope = Scope(user_id, agent)
         if not merge:
             self.clear(user_id=user_id, agent=agent)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,7 +25,7 @@ from memfold.model import (
     document_from_dict,
 )
 
-__all__ = ["IMPORT_KEYS", "ImportCheck", "check_import", "merge_into", "scrub_document"]
+__all__ = ["IMPORT_KEYS", "ImportCheck", "check_import", "merge_into"]
 
 #: A document must have at least one of these to be imported.
 IMPORT_KEYS = ("user", "history", "facts")
@@ -106,31 +106,6 @@ def merge_into(current: MemoryDocument, incoming: MemoryDocument) -> tuple[Memor
             summaries[section] = summary
     merged = current.with_changes(facts=(*current.facts, *added), summaries=summaries)
     return merged, len(added)
-
-
-def scrub_document(
-    document: MemoryDocument,
-    scrub: Callable[[str], str] | None,
-    is_only_secret: Callable[[str], bool],
-) -> tuple[MemoryDocument, int]:
-    """``document`` with ``scrub`` (the redactor) applied to every fact and summary; facts
-    that are nothing but a secret afterwards are left out. Returns it and how many were."""
-    if scrub is None:
-        return document, 0
-    facts = []
-    dropped = 0
-    for fact in document.facts:
-        clean = scrub(fact.content)
-        if is_only_secret(clean):
-            dropped += 1
-            continue
-        source_error = None if fact.source_error is None else scrub(fact.source_error)
-        facts.append(replace(fact, content=clean, source_error=source_error))
-    summaries = {
-        name: replace(summary, summary=scrub(summary.summary))
-        for name, summary in document.summaries.items()
-    }
-    return document.with_changes(facts=facts, summaries=summaries), dropped
 
 
 def _a_json(value: object) -> str:

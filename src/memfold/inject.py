@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memfold.model import Fact, MemoryDocument, Scope
+from memfold.redact import cached_scrub, redact_document
 from memfold.tokens import TokenCounter, get_counter, valid_unicode
 
 if TYPE_CHECKING:
@@ -408,9 +409,14 @@ class ContextRenderer:
         guaranteed_categories: Sequence[str] = ("correction",),
         guaranteed_budget: int = 500,
         cache_size: int = 1024,
+        scrub: Callable[[str], str] | None = None,
     ) -> None:
-        """Raises:
-        ValueError: a budget is negative or ``cache_size`` is below 1.
+        """``scrub`` (a ``Redactor``, say) is applied to every fact and summary before a
+        block is rendered, so text stored before a redaction pattern existed, or imported,
+        is redacted in the prompt too; it runs on cache misses only, memoised per text.
+
+        Raises:
+            ValueError: a budget is negative or ``cache_size`` is below 1.
         """
         if max_tokens < 0 or guaranteed_budget < 0:
             raise ValueError(
@@ -425,12 +431,18 @@ class ContextRenderer:
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[object, ...], str] = OrderedDict()
         self._lock = threading.Lock()
+        self._scrub = None if scrub is None else cached_scrub(scrub)
 
     @classmethod
     def from_config(
-        cls, config: MemoryConfig, counter: Count | TokenCounter | None = None
+        cls,
+        config: MemoryConfig,
+        counter: Count | TokenCounter | None = None,
+        *,
+        scrub: Callable[[str], str] | None = None,
     ) -> ContextRenderer:
-        """A renderer with the config's budget, guaranteed categories and encoding.
+        """A renderer with the config's budget, guaranteed categories and encoding (and
+        ``scrub`` applied at recall, as in the constructor).
 
         Raises:
             TokenizerDataError: the configured encoding's packaged table is corrupt.
@@ -440,6 +452,7 @@ class ContextRenderer:
             max_tokens=config.max_injection_tokens,
             guaranteed_categories=config.guaranteed_categories,
             guaranteed_budget=config.guaranteed_token_budget,
+            scrub=scrub,
         )
 
     def render(
@@ -468,7 +481,7 @@ class ContextRenderer:
                 self._cache.move_to_end(key)
                 return found
         block = render(
-            document,
+            redact_document(document, self._scrub),  # security: redact at recall
             max_tokens=budget,
             counter=self.counter,
             guaranteed_categories=self.guaranteed_categories,

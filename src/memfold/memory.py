@@ -34,7 +34,7 @@ from memfold.model import (
 )
 from memfold.queue.base import Job, JobKey, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
-from memfold.redact import redact_messages, redactor_for
+from memfold.redact import redact_document, redact_fact, redact_messages, redactor_for
 from memfold.search import Embedder, Searcher, SearchHit, check_search_args, make_embedder
 from memfold.signals import detect
 from memfold.store.base import MemoryStore
@@ -299,7 +299,10 @@ class Memory(ManualEdits, AsyncFacade):
         if self._context_renderer is None:
             with self._renderer_lock:
                 if self._context_renderer is None:
-                    self._context_renderer = ContextRenderer.from_config(self.config)
+                    self._context_renderer = ContextRenderer.from_config(
+                        self.config,
+                        scrub=self._redactor,  # security: old or imported text is redacted
+                    )
         return self._context_renderer
 
     def context(
@@ -371,11 +374,24 @@ class Memory(ManualEdits, AsyncFacade):
         document = self._store.load(scope)
         if not document.facts:
             return []
-        return self._searcher.search(scope, document.facts, query, limit=limit, category=category)
+        hits = self._searcher.search(scope, document.facts, query, limit=limit, category=category)
+        # security: results go to an agent's prompt like context(): redact at recall
+        return [
+            hit if (fact := redact_fact(hit.fact, self._redactor)) is hit.fact
+            else replace(hit, fact=fact)
+            for hit in hits
+        ]  # fmt: skip
 
-    def export(self, *, user_id: str | None = None, agent: str | None = None) -> dict[str, Any]:
-        """The scope's document as JSON-ready data."""
-        return document_to_dict(self.get(user_id=user_id, agent=agent))
+    def export(
+        self, *, user_id: str | None = None, agent: str | None = None, redact: bool = True
+    ) -> dict[str, Any]:
+        """The scope's document as JSON-ready data. Facts and summaries are redacted with
+        the configured redactor (text stored before a pattern existed, or imported);
+        ``redact=False`` gives the stored text as it is, for a backup."""
+        document = self.get(user_id=user_id, agent=agent)
+        if redact:
+            document = redact_document(document, self._redactor)  # security: at recall
+        return document_to_dict(document)
 
     # --- editing (add_fact, edit_fact, delete_fact, import_document: ManualEdits) -------
 
