@@ -245,3 +245,22 @@ def test_a_misspelt_memfold_variable_is_reported(tmp_path):
     assert proc.returncode == 0
     assert "MEMFOLD_STORGE is not a memfold setting" in proc.stderr
     assert "did you mean MEMFOLD_STORAGE?" in proc.stderr
+
+
+def test_help_loads_neither_pydantic_nor_lazy_commands():
+    # what keeps `memfold --help` fast (benchmarks/bench_cli.py measures the time)
+    script = (
+        "import sys\n"
+        "from memfold.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('pydantic', 'memfold.eval', 'memfold.memory', 'tiktoken') "
+        "if m in sys.modules))\n"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert "eval     Measure memfold on labelled data." in done.stdout

@@ -8,10 +8,15 @@ Adding a command: write it in a module of this package with ``@cli.command()`` (
 group), add ``@scope_options`` so ``--user``/``--agent``/``--home``/``--config`` work after
 it too, read the scope from the ``Options`` object (``@click.pass_obj``), open memory
 with ``options.opened()``, and import the module below. Keep heavy imports inside the
-command function: ``memfold --help`` loads every module here.
+command function: ``memfold --help`` loads every module here. A command that lives
+elsewhere and imports more at module level is registered with ``cli.add_lazy(name,
+"module:attribute", short_help)`` and imported only when it runs.
 """
 
 from memfold.cli import _admin, _facts, _ingest, _read, _search  # noqa: F401 (they register commands)
 from memfold.cli._app import CheckFailed, Options, cli, main, scope_options
+
+# Commands that import more than click at module level load only when they run.
+cli.add_lazy("eval", "memfold.eval.command:eval_group", "Measure memfold on labelled data.")
 
 __all__ = ["CheckFailed", "Options", "cli", "main", "scope_options"]

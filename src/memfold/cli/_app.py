@@ -63,8 +63,43 @@ class InputError(click.ClickException):
 
 
 class MemfoldGroup(click.Group):
-    """A group that suggests the command meant by a misspelt or familiar name, and prints
-    its help (status 0, no "error:") when run without a command."""
+    """A group that suggests the command meant by a misspelt or familiar name, prints its
+    help (status 0, no "error:") when run without a command, and imports a command
+    registered with :meth:`add_lazy` only when it is run (so ``--help`` stays fast)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lazy: dict[str, tuple[str, str]] = {}
+
+    def add_lazy(self, name: str, target: str, short_help: str) -> None:
+        """Register ``module:attribute`` as the command ``name`` without importing it."""
+        self._lazy[name] = (target, short_help)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and cmd_name in self._lazy:
+            import importlib
+
+            module, _, attribute = self._lazy.pop(cmd_name)[0].partition(":")
+            found = getattr(importlib.import_module(module), attribute)
+            self.add_command(found, cmd_name)
+        return found
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self._lazy:
+                rows.append((name, self._lazy[name][1]))
+                continue
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(formatter.width - 6 - len(name))))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
