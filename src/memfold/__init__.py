@@ -16,7 +16,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from memfold._audit import ErasureReport
     from memfold.config import EmbeddingsConfig, LLMConfig, MemoryConfig
+    from memfold.context_report import ContextItem, ContextReport
     from memfold.errors import (
         ConfigError,
         ConflictError,
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
         MemfoldError,
         StorageError,
     )
+    from memfold.history import ChangeEvent, FactProvenance, FactRef
     from memfold.llm.base import ChatModelError
     from memfold.memory import Memory
     from memfold.model import Fact, MemoryDocument, Scope, Summary
@@ -37,6 +40,12 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 _WHERE = {
+    "ErasureReport": "memfold._audit",
+    "ContextItem": "memfold.context_report",
+    "ContextReport": "memfold.context_report",
+    "ChangeEvent": "memfold.history",
+    "FactProvenance": "memfold.history",
+    "FactRef": "memfold.history",
     "EmbeddingsConfig": "memfold.config",
     "LLMConfig": "memfold.config",
     "MemoryConfig": "memfold.config",
@@ -62,17 +71,23 @@ _WHERE = {
 }
 
 __all__ = [
+    "ChangeEvent",
     "ChatModelError",
     "ConfigError",
     "ConflictError",
+    "ContextItem",
+    "ContextReport",
     "CorruptMemoryError",
     "DuplicateFactError",
     "Embedder",
     "EmbeddingError",
     "EmbeddingsConfig",
+    "ErasureReport",
     "ExtractionError",
     "Fact",
     "FactNotFoundError",
+    "FactProvenance",
+    "FactRef",
     "LLMConfig",
     "MemfoldError",
     "Memory",

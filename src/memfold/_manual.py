@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any, TypeVar
 
 from memfold import edits
-from memfold.config import MemoryConfig
+from memfold._audit import AuditMixin, Describe
+from memfold._facts import iso
 from memfold.importing import check_import, merge_into
 from memfold.model import DocumentError, Fact, MemoryDocument, Scope
-from memfold.redact import Redactor, is_only_redaction
-from memfold.store.base import MemoryStore
+from memfold.redact import is_only_redaction
 from memfold.updater import retry_on_conflict
 
 __all__ = ["ManualEdits"]
@@ -27,13 +26,10 @@ logger = logging.getLogger("memfold")
 _T = TypeVar("_T")
 
 
-class ManualEdits:
-    """``add_fact``, ``edit_fact``, ``delete_fact`` and ``import_document`` of ``Memory``."""
+class ManualEdits(AuditMixin):
+    """``add_fact``, ``edit_fact``, ``delete_fact`` and ``import_document`` of ``Memory``;
+    each commit carries its change events when the store keeps history."""
 
-    config: MemoryConfig
-    _store: MemoryStore
-    _redactor: Redactor | None
-    _now: Callable[[], datetime]
     clear: Callable[..., None]  # Memory.clear: it also fences the scope's queued updates
 
     def add_fact(
@@ -61,7 +57,8 @@ class ManualEdits:
                 max_facts=self.config.max_facts, scope=scope,
             )  # fmt: skip
 
-        return self._edit(scope, change)
+        reason = f"over max_facts={self.config.max_facts}: room for a fact added by hand"
+        return self._edit(scope, change, describe=self._manual(gone=("evicted", reason)))
 
     def edit_fact(
         self,
@@ -89,14 +86,23 @@ class ManualEdits:
                 now=self._now(), scope=scope,
             )  # fmt: skip
 
-        return self._edit(scope, change)
+        return self._edit(scope, change, describe=self._manual())
 
     def delete_fact(
         self, fact_id: str, /, *, user_id: str | None = None, agent: str | None = None
     ) -> None:
-        """Delete a fact. Raises ``FactNotFoundError`` when it does not exist."""
+        """Delete a fact; its content also leaves the summaries (rebuilt, or held out of
+        injection until rewritten). The history keeps a ``removed`` event.
+
+        Raises:
+            FactNotFoundError: the fact does not exist.
+        """
         scope = Scope(user_id, agent)
-        self._edit(scope, lambda doc: (edits.delete_fact(doc, fact_id, scope=scope), None))
+
+        def change(doc: MemoryDocument) -> tuple[MemoryDocument, None]:
+            return edits.delete_fact(doc, fact_id, scope=scope, now=self._now()), None
+
+        self._edit(scope, change, describe=self._manual())
 
     def import_document(
         self,
@@ -113,10 +119,10 @@ class ManualEdits:
         to what is stored instead. ``lenient=True`` drops or repairs bad items (each one
         logged; :func:`memfold.importing.check_import` lists them) instead of refusing.
 
-        A replacing import is a ``clear`` (queued and running updates of the scope are
-        dropped, and the turns they carried are not learned later) followed by the new
-        document. The text is stored as imported; ``context``, ``search`` and ``export``
-        redact it at recall.
+        A replacing import of a scope that holds memory is a ``clear`` (queued and running
+        updates of the scope are dropped, and the turns they carried are not learned
+        later) followed by the new document. The text is stored as imported; ``context``,
+        ``search`` and ``export`` redact it at recall.
 
         Raises:
             ValueError: ``data`` is not a document memfold knows, or (not lenient) an item
@@ -130,8 +136,8 @@ class ManualEdits:
             logger.warning("memfold import: %s", repair)
         incoming = checked.document
         scope = Scope(user_id, agent)
-        if not merge:
-            self.clear(user_id=user_id, agent=agent)
+        if not merge and not self._store.load(scope).is_empty:
+            self.clear(user_id=user_id, agent=agent)  # what it replaces is fenced and logged
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, None]:
             if merge:
@@ -142,7 +148,7 @@ class ManualEdits:
             )
             return kept, None
 
-        self._edit(scope, change)
+        self._edit(scope, change, describe=self._imported)
         return self._store.load(scope)
 
     def _redact_fact(self, content: object) -> Any:
@@ -160,12 +166,24 @@ class ManualEdits:
         return clean
 
     def _edit(
-        self, scope: Scope, change: Callable[[MemoryDocument], tuple[MemoryDocument, _T]]
+        self,
+        scope: Scope,
+        change: Callable[[MemoryDocument], tuple[MemoryDocument, _T]],
+        *,
+        describe: Describe | None = None,
     ) -> _T:
+        """Load, change and commit (retried on conflict); ``describe`` gives the change
+        events the commit carries when history is kept."""
+        store = self._history_store()
+
         def attempt() -> _T:
             doc = self._store.load(scope)
             new_doc, value = change(doc)
-            self._store.commit(scope, new_doc, expected_revision=doc.revision)
+            if store is None or describe is None or new_doc is doc:
+                self._store.commit(scope, new_doc, expected_revision=doc.revision)
+            else:
+                events = describe(doc, new_doc, new_doc.last_updated or iso(self._now()))
+                store.commit(scope, new_doc, expected_revision=doc.revision, events=events)
             return value
 
         return retry_on_conflict(attempt)

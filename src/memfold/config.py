@@ -116,6 +116,10 @@ class MemoryConfig(BaseModel):
     #: Extra YAML pattern files for the offline rule extractor.
     rule_pattern_files: tuple[Path, ...] = ()
 
+    # --- change history (issue 13) ---
+    #: Change events kept per scope, oldest dropped first; 0 keeps no history.
+    max_history_events: int = Field(default=1000, ge=0, le=1_000_000)
+
     _source: Path | None = PrivateAttr(default=None)
 
     @field_validator("storage", "queue")

@@ -11,14 +11,15 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import replace
 from datetime import UTC, date, datetime
-from types import EllipsisType, TracebackType
+from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from memfold import _exit
+from memfold import _events, _exit
 from memfold._async_facade import AsyncFacade
+from memfold._facts import iso
 from memfold._manual import ManualEdits
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
@@ -53,7 +54,9 @@ class Memory(ManualEdits, AsyncFacade):
 
     ``Memory(MemoryConfig(home="./.memfold"))`` or ``Memory.from_file("memfold.yaml")``.
     A context manager: leaving it drains pending updates within the shutdown budget. One
-    that is never closed is closed at interpreter exit, with the same budget.
+    that is never closed is closed at interpreter exit, with the same budget. Manual
+    edits and imports are in :class:`memfold._manual.ManualEdits`; the history,
+    explanations, summaries and erasure in :class:`memfold._audit.AuditMixin`.
     """
 
     def __init__(
@@ -114,12 +117,16 @@ class Memory(ManualEdits, AsyncFacade):
             confidence_threshold=config.fact_confidence_threshold,
             now=self._now,
             redactor=self._redactor,  # security: redacts turns and new/changed items
+            record_history=self._history_store() is not None,
         )
         self._queue: UpdateQueue | None = None
         self._lock = threading.Lock()
         self._usage = Usage()
         # (key, first-record time) of jobs that were running when their scope was cleared
         self._fenced: set[tuple[JobKey, float]] = set()
+        # ... and of jobs that were running when their user was erased
+        self._erased: set[tuple[JobKey, float]] = set()
+        self._erasure_counts: dict[str | None, int] = {}
         self._closed = False
         self._close_result = True
         self._jobs_done = self._jobs_failed = 0  # reported by the exit drain
@@ -218,7 +225,7 @@ class Memory(ManualEdits, AsyncFacade):
         try:
             result = self._updater.run(
                 job.scope, job.thread_id, job.messages, job.signals,
-                fenced=lambda: mark in self._fenced,
+                fenced=lambda: mark in self._fenced, erased=lambda: mark in self._erased,
             )  # fmt: skip
         except BaseException:
             with self._lock:
@@ -226,6 +233,7 @@ class Memory(ManualEdits, AsyncFacade):
             raise
         with self._lock:
             self._fenced.discard(mark)
+            self._erased.discard(mark)
             self._jobs_done += 1
         self._add_usage(result.usage)
         return result
@@ -273,27 +281,6 @@ class Memory(ManualEdits, AsyncFacade):
         """The scope's document (immutable; empty when nothing is stored)."""
         return self._store.load(Scope(user_id, agent))
 
-    def scopes(self, user_id: str | EllipsisType | None = ...) -> list[Scope]:
-        """Every scope with stored memory, or only ``user_id``'s (``None``: the default
-        user), sorted: the default user first, each user's shared bucket first.
-
-        Raises:
-            StorageError: the store cannot be listed.
-        """
-        found = (
-            scope for scope in self._store.scopes() if user_id is ... or scope.user_id == user_id
-        )
-        return sorted(set(found), key=_scope_order)
-
-    def users(self) -> list[str | None]:
-        """Every user id with stored memory, sorted; the default user is ``None`` (first).
-
-        Raises:
-            StorageError: the store cannot be listed.
-        """
-        ids = {scope.user_id for scope in self._store.scopes()}
-        return sorted(ids, key=lambda user: (user is not None, user or ""))
-
     @property
     def _renderer(self) -> ContextRenderer:
         if self._context_renderer is None:
@@ -327,9 +314,34 @@ class Memory(ManualEdits, AsyncFacade):
         Raises:
             TypeError: ``query`` is neither a string nor None.
         """
+        scope = Scope(user_id, agent)
+        document, today, relevance, key = self._injection_inputs(
+            scope, today, query, include_shared=include_shared
+        )
+        return self._renderer.render(
+            scope, document, max_tokens=max_tokens, today=today, relevance=relevance,
+            cache_key=key,
+        )  # fmt: skip
+
+    def _injection_inputs(
+        self,
+        scope: Scope,
+        today: date | None,
+        query: str | None,
+        *,
+        include_shared: bool | None = None,
+    ) -> tuple[MemoryDocument, date | None, tuple[str, ...], Hashable | None]:
+        """What the block of ``scope`` is rendered from: the document (an agent's with the
+        shared memory layered beneath, see ``include_shared``), the date line, the
+        relevance order for ``query`` and, for a layered document, the key its block is
+        cached under (shared by ``context`` and ``explain_context``).
+
+        Raises:
+            TypeError: ``query`` is neither a string nor None.
+        """
+        user_id, agent = scope.user_id, scope.agent
         if query is not None and not isinstance(query, str):
             raise TypeError(f"query must be a string or None, not {type(query).__name__}")
-        scope = Scope(user_id, agent)
         if today is None and self.config.include_date:
             today = self._now().date()
         document = self._store.load(scope)
@@ -343,10 +355,7 @@ class Memory(ManualEdits, AsyncFacade):
         relevance: tuple[str, ...] = ()
         if query and query.strip() and document.facts:
             relevance = self._searcher.relevance(scope, document.facts, query)
-        return self._renderer.render(
-            scope, document, max_tokens=max_tokens, today=today, relevance=relevance,
-            cache_key=key,
-        )  # fmt: skip
+        return document, today, relevance, key
 
     def search(
         self,
@@ -410,7 +419,12 @@ class Memory(ManualEdits, AsyncFacade):
         if running is not None:
             with self._lock:
                 self._fenced.update((job.key, job.enqueued_at) for job in running(scope))
-        self._store.clear(scope)
+        if self._history_store() is not None:
+            event = _events.cleared(self._store.load(scope), at=iso(self._now()))
+            clear: Callable[..., MemoryDocument] = self._store.clear
+            clear(scope, events=(event,))
+        else:
+            self._store.clear(scope)
         self._searcher.forget(scope)
         for job in dropped:
             # the watermark is computed on redacted turns, as the updater sees them
@@ -478,12 +492,3 @@ class Memory(ManualEdits, AsyncFacade):
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-def _scope_order(scope: Scope) -> tuple[bool, str, bool, str]:
-    return (
-        scope.user_id is not None,
-        scope.user_id or "",
-        scope.agent is not None,
-        scope.agent or "",
-    )

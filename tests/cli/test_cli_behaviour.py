@@ -263,4 +263,5 @@ def test_help_loads_neither_pydantic_nor_lazy_commands():
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip().splitlines()[-1] == "[]"
-    assert "eval     Measure memfold on labelled data." in done.stdout
+    assert re.search(r"^  eval +Measure memfold on labelled data\.$", done.stdout, re.M)
+    assert re.search(r"^  forget-user +Erase USER everywhere", done.stdout, re.M)

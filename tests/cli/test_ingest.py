@@ -55,10 +55,10 @@ class SlowExtractor:
 def extractor(monkeypatch) -> SlowExtractor:
     spy = SlowExtractor()
 
-    def memory(self: Options) -> Memory:
+    def build_memory(self: Options) -> Memory:
         return Memory(self.settings(), extractor=spy, start_workers=False)
 
-    monkeypatch.setattr(Options, "memory", memory)
+    monkeypatch.setattr(Options, "build_memory", build_memory)
     return spy
 
 

@@ -15,7 +15,8 @@ import pytest
 from memfold import Memory, MemoryConfig
 
 READS = (["show"], ["context"], ["facts", "list"], ["export"], ["users"], ["status"],
-         ["status", "--json"], ["show", "--json"])  # fmt: skip
+         ["status", "--json"], ["show", "--json"], ["history"], ["summary", "show"],
+         ["context", "--explain"], ["search", "Lisbon"])  # fmt: skip
 
 
 @pytest.fixture

@@ -18,5 +18,20 @@ from memfold.cli._app import CheckFailed, Options, cli, main, scope_options
 
 # Commands that import more than click at module level load only when they run.
 cli.add_lazy("eval", "memfold.eval.command:eval_group", "Measure memfold on labelled data.")
+cli.add_lazy(
+    "history",
+    "memfold.cli._audit:history",
+    "Changes to one scope's memory, newest first (or those of FACT_ID).",
+)
+cli.add_lazy(
+    "why", "memfold.cli._audit:why", "Where FACT_ID came from, what changed it, what replaced it."
+)
+cli.add_lazy(
+    "summary",
+    "memfold.cli._audit:summary",
+    "Show, edit or clear the summary sections (work, personal, focus, …).",
+)
+cli.add_lazy("forget-user", "memfold.cli._audit:forget_user",
+             "Erase USER everywhere: every agent's memory, history, queued updates.")  # fmt: skip
 
 __all__ = ["CheckFailed", "Options", "cli", "main", "scope_options"]

@@ -32,6 +32,7 @@ __all__ = [
     "MemfoldGroup",
     "Options",
     "cli",
+    "home_options",
     "main",
     "scope_options",
 ]
@@ -144,7 +145,7 @@ class Options:
             self._settings = MemoryConfig.build(self.config, home=self.home)
         return self._settings
 
-    def memory(self) -> Memory:
+    def build_memory(self) -> Memory:
         """A ``Memory`` that runs no queue workers: only ``flush`` runs queued updates."""
         from memfold.memory import Memory
 
@@ -154,11 +155,14 @@ class Options:
     def opened(self) -> Iterator[Memory]:
         """A ``Memory`` closed without running what is queued (``close(timeout=0)``), so
         a command that reads never becomes a queue worker or calls an LLM."""
-        mem = self.memory()
+        mem = self.build_memory()
         try:
             yield mem
         finally:
             mem.close(timeout=0)
+
+    #: ``with options.memory() as mem:`` is ``opened()`` (the name other modules use).
+    memory = opened
 
     @property
     def scope(self) -> ScopeArgs:
@@ -244,26 +248,68 @@ def _store(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     return callback
 
 
-def _shared(*, hidden: bool) -> list[Callable[[_F], _F]]:
-    return [
-        click.option("--home", callback=_store("home"), expose_value=False, hidden=hidden,
-                     help="Memory folder (default: `home` in the config, else ./.memfold)."),
-        click.option("--config", callback=_store("config"), expose_value=False, hidden=hidden,
-                     type=click.Path(dir_okay=False),
-                     help="YAML config (default: $MEMFOLD_CONFIG, else ./memfold.yaml)."),
-        click.option("--user", callback=_store("user"), expose_value=False, hidden=hidden,
-                     help="User id (default: the single default user)."),
-        click.option("--agent", callback=_store("agent"), expose_value=False, hidden=hidden,
-                     help="Agent bucket (default: the user's shared memory)."),
-        click.option("-v", "--verbose", is_flag=True, default=None, callback=_store("verbose"),
-                     expose_value=False, hidden=hidden, help="Log what memfold does."),
-    ]  # fmt: skip
+def _shared(*, hidden: bool, scoped: bool = True) -> list[Callable[[_F], _F]]:
+    options = [
+        click.option(
+            "--home",
+            callback=_store("home"),
+            expose_value=False,
+            hidden=hidden,
+            help="Memory folder (default: `home` in the config, else ./.memfold).",
+        ),
+        click.option(
+            "--config",
+            callback=_store("config"),
+            expose_value=False,
+            hidden=hidden,
+            type=click.Path(dir_okay=False),
+            help="YAML config (default: $MEMFOLD_CONFIG, else ./memfold.yaml).",
+        ),
+    ]
+    if scoped:
+        options += [
+            click.option(
+                "--user",
+                callback=_store("user"),
+                expose_value=False,
+                hidden=hidden,
+                help="User id (default: the single default user).",
+            ),
+            click.option(
+                "--agent",
+                callback=_store("agent"),
+                expose_value=False,
+                hidden=hidden,
+                help="Agent bucket (default: the user's shared memory).",
+            ),
+        ]
+    options.append(
+        click.option(
+            "-v",
+            "--verbose",
+            is_flag=True,
+            default=None,
+            callback=_store("verbose"),
+            expose_value=False,
+            hidden=hidden,
+            help="Log what memfold does.",
+        )
+    )
+    return options  # fmt: skip
 
 
 def scope_options(command: _F) -> _F:
     """Accept ``--user``, ``--agent``, ``--home``, ``--config`` and ``-v`` on a subcommand
     too (they are listed in ``memfold --help``)."""
     for option in reversed(_shared(hidden=True)):
+        command = option(command)
+    return command
+
+
+def home_options(command: _F) -> _F:
+    """Accept ``--home``, ``--config`` and ``-v`` on a subcommand that names its user
+    itself (``forget-user USER``), where ``--user`` would be ambiguous."""
+    for option in reversed(_shared(hidden=True, scoped=False)):
         command = option(command)
     return command
 

@@ -75,18 +75,27 @@ def ordered_facts(document: MemoryDocument) -> list[Any]:
               help="With --agent: layer the user's shared memory beneath (default: "
               "`include_shared` in the config).")  # fmt: skip
 @click.option("--query", help="The user's message: inject the facts relevant to it first.")
-@click.option("--json", "as_json", is_flag=True, help="The block, its budget and its size.")
+@click.option("--explain", is_flag=True, help="What is included or dropped, and why (a table).")
+@click.option("--json", "as_json", is_flag=True,
+              help="The block, its budget and its size (with --explain: the report).")  # fmt: skip
 @scope_options
 @click.pass_obj
-def context(
+def context(  # noqa: PLR0917 (click passes options positionally)
     options: Options,
     max_tokens: int | None,
     include_shared: bool | None,
     query: str | None,
+    explain: bool,
     as_json: bool,
 ) -> None:
     """Print the block memfold would inject into the system prompt (nothing when empty)."""
     with options.opened() as mem:
+        if explain:
+            from memfold._cli_commands import print_report
+
+            report = mem.explain_context(**options.scope, max_tokens=max_tokens, query=query)
+            print_report(report, as_json=as_json)
+            return
         block = mem.context(
             **options.scope, max_tokens=max_tokens, include_shared=include_shared, query=query
         )
