@@ -248,76 +248,46 @@ def _store(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     return callback
 
 
-def _shared(*, hidden: bool, scoped: bool = True) -> list[Callable[[_F], _F]]:
+#: The options every command takes: flag, ``Options`` field, extra click arguments, help.
+_SHARED: tuple[tuple[str, str, dict[str, Any], str], ...] = (
+    ("--home", "home", {}, "Memory folder (default: `home` in the config, else ./.memfold)."),
+    ("--config", "config", {"type": click.Path(dir_okay=False)},
+     "YAML config (default: $MEMFOLD_CONFIG, else ./memfold.yaml)."),
+    ("--user", "user", {}, "User id (default: the single default user)."),
+    ("--agent", "agent", {}, "Agent bucket (default: the user's shared memory)."),
+)  # fmt: skip
+
+
+def _with_shared(command: _F, *, hidden: bool, scoped: bool = True) -> _F:
     options = [
-        click.option(
-            "--home",
-            callback=_store("home"),
-            expose_value=False,
-            hidden=hidden,
-            help="Memory folder (default: `home` in the config, else ./.memfold).",
-        ),
-        click.option(
-            "--config",
-            callback=_store("config"),
-            expose_value=False,
-            hidden=hidden,
-            type=click.Path(dir_okay=False),
-            help="YAML config (default: $MEMFOLD_CONFIG, else ./memfold.yaml).",
-        ),
-    ]
-    if scoped:
-        options += [
-            click.option(
-                "--user",
-                callback=_store("user"),
-                expose_value=False,
-                hidden=hidden,
-                help="User id (default: the single default user).",
-            ),
-            click.option(
-                "--agent",
-                callback=_store("agent"),
-                expose_value=False,
-                hidden=hidden,
-                help="Agent bucket (default: the user's shared memory).",
-            ),
-        ]
+        click.option(flag, callback=_store(name), expose_value=False, hidden=hidden,
+                     help=text, **extra)
+        for flag, name, extra, text in _SHARED
+        if scoped or name not in ("user", "agent")
+    ]  # fmt: skip
     options.append(
-        click.option(
-            "-v",
-            "--verbose",
-            is_flag=True,
-            default=None,
-            callback=_store("verbose"),
-            expose_value=False,
-            hidden=hidden,
-            help="Log what memfold does.",
-        )
-    )
-    return options  # fmt: skip
+        click.option("-v", "--verbose", is_flag=True, default=None, callback=_store("verbose"),
+                     expose_value=False, hidden=hidden, help="Log what memfold does.")
+    )  # fmt: skip
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 def scope_options(command: _F) -> _F:
     """Accept ``--user``, ``--agent``, ``--home``, ``--config`` and ``-v`` on a subcommand
     too (they are listed in ``memfold --help``)."""
-    for option in reversed(_shared(hidden=True)):
-        command = option(command)
-    return command
+    return _with_shared(command, hidden=True)
 
 
 def home_options(command: _F) -> _F:
     """Accept ``--home``, ``--config`` and ``-v`` on a subcommand that names its user
     itself (``forget-user USER``), where ``--user`` would be ambiguous."""
-    for option in reversed(_shared(hidden=True, scoped=False)):
-        command = option(command)
-    return command
+    return _with_shared(command, hidden=True, scoped=False)
 
 
 def _root_options(command: _F) -> _F:
-    for option in reversed(_shared(hidden=False)):
-        command = option(command)
-    return command
+    return _with_shared(command, hidden=False)
 
 
 @click.group(
@@ -336,6 +306,11 @@ def cli(ctx: click.Context) -> None:
     options = ctx.ensure_object(Options)
     if not options.verbose:
         _configure_logging(False)
+    help_without_command(ctx)
+
+
+def help_without_command(ctx: click.Context) -> None:
+    """For a group run without its command: print its help and exit 0 (no "error:")."""
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
         ctx.exit(0)

@@ -10,7 +10,13 @@ from __future__ import annotations
 import click
 
 from memfold import _cli_commands as run
-from memfold.cli._app import MemfoldGroup, Options, home_options, scope_options
+from memfold.cli._app import (
+    MemfoldGroup,
+    Options,
+    help_without_command,
+    home_options,
+    scope_options,
+)
 
 __all__ = ["forget_user", "history", "summary", "why"]
 
@@ -41,9 +47,7 @@ def why(options: Options, fact_id: str, as_json: bool) -> None:
 @click.pass_context
 def summary(ctx: click.Context) -> None:
     """Show, edit or clear the summary sections (work, personal, focus, recent, …)."""
-    if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
-        ctx.exit(0)
+    help_without_command(ctx)
 
 
 @summary.command(name="show")

@@ -7,7 +7,14 @@ from collections.abc import Iterator
 
 import click
 
-from memfold.cli._app import InputError, MemfoldGroup, Options, cli, scope_options
+from memfold.cli._app import (
+    InputError,
+    MemfoldGroup,
+    Options,
+    cli,
+    help_without_command,
+    scope_options,
+)
 from memfold.cli._output import echo_json, emit, fact_dict, fact_lines
 from memfold.cli._read import explain_missing, ordered_facts
 
@@ -19,9 +26,7 @@ __all__ = ["facts"]
 @click.pass_context
 def facts(ctx: click.Context) -> None:
     """List, add, edit and remove facts."""
-    if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
-        ctx.exit(0)
+    help_without_command(ctx)
 
 
 @contextlib.contextmanager
