@@ -27,9 +27,9 @@ def test_deep_nesting_is_refused_not_a_recursion_error():
     deep: object = []
     for _ in range(50_000):
         deep = [deep]
-    with pytest.raises(DocumentError, match="nested too deeply"):
+    with pytest.raises(DocumentError, match="nested"):
         check_import({"facts": [{"id": "a", "content": "x", "tags": deep}]})
-    with pytest.raises(DocumentError, match="nested too deeply"):
+    with pytest.raises(DocumentError, match="nested"):
         check_import({"facts": [{"id": "a", "content": "x", "tags": deep}]}, lenient=True)
 
 

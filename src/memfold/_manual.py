@@ -15,9 +15,9 @@ from memfold import edits
 from memfold._audit import AuditMixin, Describe
 from memfold._facts import iso
 from memfold.importing import check_import, merge_into
-from memfold.model import DocumentError, Fact, MemoryDocument, Scope
+from memfold.model import DocumentError, Fact, MemoryDocument, Scope, checked_scope
 from memfold.redact import is_only_redaction
-from memfold.updater import retry_on_conflict
+from memfold.updater import Updater
 
 __all__ = ["ManualEdits"]
 
@@ -31,6 +31,7 @@ class ManualEdits(AuditMixin):
     each commit carries its change events when the store keeps history."""
 
     clear: Callable[..., None]  # Memory.clear: it also fences the scope's queued updates
+    _updater: Updater
 
     def add_fact(
         self,
@@ -46,15 +47,16 @@ class ManualEdits(AuditMixin):
 
         Raises:
             DuplicateFactError: the same content is already stored.
-            ValueError: empty content or a confidence outside [0, 1].
+            ValueError: empty content, a category that is not a short label (or holds a
+                secret), or a confidence outside [0, 1].
         """
-        scope = Scope(user_id, agent)
+        scope = checked_scope(user_id, agent)
         content = self._redact_fact(content)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
             return edits.add_fact(
                 doc, content, category=category, confidence=confidence, now=self._now(),
-                max_facts=self.config.max_facts, scope=scope,
+                max_facts=self.config.max_facts, scope=scope, scrub=self._redactor,
             )  # fmt: skip
 
         reason = f"over max_facts={self.config.max_facts}: room for a fact added by hand"
@@ -77,13 +79,13 @@ class ManualEdits(AuditMixin):
             FactNotFoundError: no such fact in the scope.
             DuplicateFactError: the new content duplicates another fact.
         """
-        scope = Scope(user_id, agent)
+        scope = checked_scope(user_id, agent)
         content = self._redact_fact(content)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
             return edits.edit_fact(
                 doc, fact_id, content=content, category=category, confidence=confidence,
-                now=self._now(), scope=scope,
+                now=self._now(), scope=scope, scrub=self._redactor,
             )  # fmt: skip
 
         return self._edit(scope, change, describe=self._manual())
@@ -97,7 +99,7 @@ class ManualEdits(AuditMixin):
         Raises:
             FactNotFoundError: the fact does not exist.
         """
-        scope = Scope(user_id, agent)
+        scope = checked_scope(user_id, agent)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, None]:
             return edits.delete_fact(doc, fact_id, scope=scope, now=self._now()), None
@@ -135,7 +137,7 @@ class ManualEdits(AuditMixin):
         for repair in checked.repairs:
             logger.warning("memfold import: %s", repair)
         incoming = checked.document
-        scope = Scope(user_id, agent)
+        scope = checked_scope(user_id, agent)
         if not merge and not self._store.load(scope).is_empty:
             self.clear(user_id=user_id, agent=agent)  # what it replaces is fenced and logged
 
@@ -186,4 +188,4 @@ class ManualEdits(AuditMixin):
                 store.commit(scope, new_doc, expected_revision=doc.revision, events=events)
             return value
 
-        return retry_on_conflict(attempt)
+        return self._updater.retry(scope, attempt)

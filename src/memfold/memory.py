@@ -7,11 +7,12 @@ Business rules live in ``apply``; this module only connects the boxes of the dat
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from types import TracebackType
@@ -20,6 +21,7 @@ from typing import Any, Self, TypeVar
 from memfold import _events, _exit
 from memfold._async_facade import AsyncFacade
 from memfold._facts import iso
+from memfold._fence import clear_stamp
 from memfold._manual import ManualEdits
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
@@ -31,7 +33,9 @@ from memfold.layers import layer
 from memfold.model import (
     MemoryDocument,
     Scope,
+    checked_scope,
     document_to_dict,
+    validate_id,
 )
 from memfold.queue.base import Job, JobKey, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
@@ -40,7 +44,7 @@ from memfold.search import Embedder, Searcher, SearchHit, check_search_args, mak
 from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
-from memfold.updater import Updater, UpdateResult, retry_on_conflict
+from memfold.updater import Updater, UpdateResult
 
 __all__ = ["Memory"]
 
@@ -65,7 +69,7 @@ class Memory(ManualEdits, AsyncFacade):
         /,
         *,
         store: MemoryStore | None = None,
-        extractor: Extractor | None = None,
+        extractor: Extractor | str | None = None,
         chat_model: Any = None,
         embedder: Embedder | None = None,
         clock: Clock | None = None,
@@ -77,14 +81,19 @@ class Memory(ManualEdits, AsyncFacade):
 
         ``store``, ``extractor``, ``chat_model`` and ``embedder`` replace what the config
         would build (tests pass ``memfold.testing`` fakes). ``chat_model`` is any LangChain
-        chat model or a memfold ``ChatModel``. ``start_workers=False`` runs queued updates
-        only on ``flush()`` or ``close()`` (deterministic tests, scripts, the CLI), and opens
-        a durable queue only when a call needs it.
+        chat model or a memfold ``ChatModel``. ``extractor`` may also be the name of the
+        ``extractor`` setting (``"auto"``, ``"llm"``, ``"rules"``). ``start_workers=False``
+        runs queued updates only on ``flush()`` or ``close()`` (deterministic tests,
+        scripts, the CLI), and opens a durable queue only when a call needs it.
 
         Raises:
             ConfigError: a setting is invalid or names a missing optional dependency.
-            TypeError: ``chat_model`` is not a chat model.
+            TypeError: ``store`` or ``extractor`` is neither ``None`` nor a store/extractor,
+                or ``chat_model`` is not a chat model.
         """
+        if isinstance(extractor, str):  # the config key of the same name, not an object
+            overrides["extractor"], extractor = extractor, None
+        _check_parts(store, extractor)
         if config is None:
             config = MemoryConfig.build(**overrides)
         elif overrides:
@@ -117,8 +126,11 @@ class Memory(ManualEdits, AsyncFacade):
             confidence_threshold=config.fact_confidence_threshold,
             now=self._now,
             redactor=self._redactor,  # security: redacts turns and new/changed items
+            max_input_tokens=config.max_extraction_input_tokens,
+            conflict_timeout=config.conflict_timeout_seconds,
             record_history=self._history_store() is not None,
         )
+        self._clear_takes_stamp = _takes_keyword(self._store.clear, "cleared_at")
         self._queue: UpdateQueue | None = None
         self._lock = threading.Lock()
         self._usage = Usage()
@@ -166,7 +178,12 @@ class Memory(ManualEdits, AsyncFacade):
         Returns False when nothing was queued (no user + assistant exchange left after
         filtering, the queue refused a new key under backpressure, or this ``Memory`` is
         closed).
+
+        Raises:
+            TypeError, ValueError: an id or a message is invalid (nothing is queued).
         """
+        scope = _scope(user_id, agent)
+        key: JobKey = (_thread(thread_id), scope.user_id, scope.agent)
         kept = capture(messages)
         if not has_minimum_dialogue(kept):
             return False
@@ -178,7 +195,9 @@ class Memory(ManualEdits, AsyncFacade):
             # memory must never break an agent's turn: a record racing shutdown is refused
             logger.warning("record for thread %r refused: this Memory is closed", thread_id)
             return False
-        return self._get_queue().add((thread_id, user_id, agent), kept, detect(kept), urgent=urgent)
+        return self._get_queue().add(
+            key, kept, detect(kept), urgent=urgent, recorded_at=self._now().timestamp()
+        )
 
     def flush(self, timeout: float | None = 30.0) -> bool:
         """Run every pending update now, due or not; True when the queue drained. With a
@@ -226,6 +245,7 @@ class Memory(ManualEdits, AsyncFacade):
             result = self._updater.run(
                 job.scope, job.thread_id, job.messages, job.signals,
                 fenced=lambda: mark in self._fenced, erased=lambda: mark in self._erased,
+                recorded_at=job.recorded_at, marks=job.marks,
             )  # fmt: skip
         except BaseException:
             with self._lock:
@@ -265,13 +285,18 @@ class Memory(ManualEdits, AsyncFacade):
             ExtractionError: the extractor's output was unusable.
             ChatModelError: the LLM could not be reached or refused the request.
             StorageError: the store failed (stored memory intact).
+            TypeError, ValueError: an id or a message is invalid.
         """
-        scope = Scope(user_id, agent)
+        _thread(thread_id)
+        scope = _scope(user_id, agent)
         kept = capture(messages)  # the updater redacts them before extraction
         if not has_minimum_dialogue(kept):
             doc = self._store.load(scope)
             return UpdateResult(scope, thread_id, doc.revision, False, skipped="no dialogue")
-        result = self._updater.run(scope, thread_id, kept, detect(kept), reprocess=reprocess)
+        result = self._updater.run(
+            scope, thread_id, kept, detect(kept), recorded_at=self._now().timestamp(),
+            reprocess=reprocess,
+        )  # fmt: skip
         self._add_usage(result.usage)
         return result
 
@@ -279,7 +304,7 @@ class Memory(ManualEdits, AsyncFacade):
 
     def get(self, *, user_id: str | None = None, agent: str | None = None) -> MemoryDocument:
         """The scope's document (immutable; empty when nothing is stored)."""
-        return self._store.load(Scope(user_id, agent))
+        return self._store.load(_scope(user_id, agent))
 
     @property
     def _renderer(self) -> ContextRenderer:
@@ -314,14 +339,13 @@ class Memory(ManualEdits, AsyncFacade):
         Raises:
             TypeError: ``query`` is neither a string nor None.
         """
-        scope = Scope(user_id, agent)
-        document, today, relevance, key = self._injection_inputs(
+        scope = _scope(user_id, agent)
+        document, today, relevance = self._injection_inputs(
             scope, today, query, include_shared=include_shared
         )
         return self._renderer.render(
-            scope, document, max_tokens=max_tokens, today=today, relevance=relevance,
-            cache_key=key,
-        )  # fmt: skip
+            scope, document, max_tokens=max_tokens, today=today, relevance=relevance
+        )
 
     def _injection_inputs(
         self,
@@ -330,11 +354,11 @@ class Memory(ManualEdits, AsyncFacade):
         query: str | None,
         *,
         include_shared: bool | None = None,
-    ) -> tuple[MemoryDocument, date | None, tuple[str, ...], Hashable | None]:
+    ) -> tuple[MemoryDocument, date | None, tuple[str, ...]]:
         """What the block of ``scope`` is rendered from: the document (an agent's with the
-        shared memory layered beneath, see ``include_shared``), the date line, the
-        relevance order for ``query`` and, for a layered document, the key its block is
-        cached under (shared by ``context`` and ``explain_context``).
+        shared memory layered beneath, see ``include_shared``), the date line and the
+        relevance order for ``query`` (shared by ``context`` and ``explain_context``; the
+        renderer caches blocks by content, so a layered document needs no key of its own).
 
         Raises:
             TypeError: ``query`` is neither a string nor None.
@@ -345,17 +369,13 @@ class Memory(ManualEdits, AsyncFacade):
         if today is None and self.config.include_date:
             today = self._now().date()
         document = self._store.load(scope)
-        key = None
         shared = self.config.include_shared if include_shared is None else include_shared
         if agent is not None and shared:
-            base = self._store.load(Scope(user_id, None))
-            # cached under both revisions: a commit to either gives a new block
-            key = (document.revision, document.generation, base.revision, base.generation)
-            document = layer(base, document)
+            document = layer(self._store.load(Scope(user_id, None)), document)
         relevance: tuple[str, ...] = ()
         if query and query.strip() and document.facts:
             relevance = self._searcher.relevance(scope, document.facts, query)
-        return document, today, relevance, key
+        return document, today, relevance
 
     def search(
         self,
@@ -379,7 +399,7 @@ class Memory(ManualEdits, AsyncFacade):
             ValueError: ``query`` is empty or ``limit`` is outside 1..1000.
         """
         check_search_args(query, limit, category)
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         document = self._store.load(scope)
         if not document.facts:
             return []
@@ -410,7 +430,7 @@ class Memory(ManualEdits, AsyncFacade):
         Updates waiting in the queue are dropped and one already running is discarded;
         their turns are marked seen, so a thread that goes on is not re-learned from them.
         """
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         queue = self._open_durable_queue()
         dropped = () if queue is None else queue.discard(scope)
         # A job a worker has taken may not have loaded the document yet, so the generation
@@ -419,18 +439,24 @@ class Memory(ManualEdits, AsyncFacade):
         if running is not None:
             with self._lock:
                 self._fenced.update((job.key, job.enqueued_at) for job in running(scope))
+        # The stamp fences, in every process and replica, jobs holding turns recorded
+        # before it: the ones in flight and those in other processes' in-memory queues.
+        options: dict[str, Any] = {}
+        if self._clear_takes_stamp:  # a third-party store without it fences this process only
+            options["cleared_at"] = clear_stamp(self._now())
         if self._history_store() is not None:
-            event = _events.cleared(self._store.load(scope), at=iso(self._now()))
+            options["events"] = (_events.cleared(self._store.load(scope), at=iso(self._now())),)
+        if options:
             clear: Callable[..., MemoryDocument] = self._store.clear
-            clear(scope, events=(event,))
+            clear(scope, **options)
         else:
             self._store.clear(scope)
         self._searcher.forget(scope)
         for job in dropped:
             # the watermark is computed on redacted turns, as the updater sees them
             seen = redact_messages(job.messages, self._redactor)
-            retry_on_conflict(
-                functools.partial(self._updater.mark_seen, scope, job.thread_id, seen)
+            self._updater.retry(
+                scope, functools.partial(self._updater.mark_seen, scope, job.thread_id, seen)
             )
 
     # --- lifecycle -------------------------------------------------------------------
@@ -492,3 +518,33 @@ class Memory(ManualEdits, AsyncFacade):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _takes_keyword(function: Callable[..., object], name: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
+def _check_parts(store: object, extractor: object) -> None:
+    if store is not None and not isinstance(store, MemoryStore):
+        hint = f"; for a built-in store pass storage={store!r}" if isinstance(store, str) else ""
+        raise TypeError(
+            f"store must be a MemoryStore (load, commit, clear, scopes, close), got "
+            f"{type(store).__name__}{hint}"
+        )
+    if extractor is not None and not isinstance(extractor, Extractor):
+        raise TypeError(
+            f"extractor must be an Extractor (a name and propose()) or one of 'auto', 'llm', "
+            f"'rules', got {type(extractor).__name__}"
+        )
+
+
+_scope = checked_scope
+
+
+def _thread(thread_id: object) -> str:
+    """Raises TypeError, ValueError: ``thread_id`` cannot name a conversation."""
+    return validate_id(thread_id, "thread_id")

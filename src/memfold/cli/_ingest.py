@@ -48,7 +48,7 @@ class Conversation:
 
 
 def _check_id(value: object, what: str, where: str) -> None:
-    from memfold.store._ids import validate_id
+    from memfold.model import validate_id
 
     try:
         validate_id(value, what)
@@ -70,18 +70,9 @@ def _check_messages(messages: list[Any], where: str) -> None:
                 'reads OpenAI-style messages: {"role": "user", "content": "..."}'
             )
     try:  # every message's shape, now, so a bad one stops the run before any commit
-        kept = capture(messages)
+        capture(messages)  # it also makes the text storable (lone surrogates become U+FFFD)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {exc}") from None
-    for index, message in enumerate(kept):
-        for text in (message.content, message.id or ""):
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise ValueError(
-                    f"{where}: kept message {index} ({message.role}) is not valid Unicode "
-                    f"({exc.reason}); fix the text, it cannot be stored"
-                ) from None
 
 
 def _conversation(data: Any, where: str, options: Options) -> Conversation:

@@ -21,7 +21,7 @@ from memfold.errors import StorageError
 from memfold.queue._sql import SqlQueue, install_schema
 from memfold.queue._sql_worker import Tx
 from memfold.queue.base import Job
-from memfold.store.sqlite import switch_to_wal, truncate_wal
+from memfold.store.sqlite import check_regular_file, switch_to_wal, truncate_wal
 
 __all__ = ["QUEUE_FILE", "SqliteQueue"]
 
@@ -73,6 +73,7 @@ class SqliteQueue(SqlQueue):
         self._connections: dict[sqlite3.Connection, threading.Thread] = {}
         self._connections_lock = threading.Lock()
         try:
+            check_regular_file(self.path, "the queue database")
             private_database(self.path)  # security: the queue holds (redacted) turns
             self._create_schema()
         except (sqlite3.Error, OSError) as exc:
