@@ -42,7 +42,7 @@ DEFAULT_CONFIG_FILE = Path("memfold.yaml")
 #: Separates a section from its key in a variable name: ``MEMFOLD_LLM__MODEL``.
 NESTED = "__"
 #: Keys whose environment value is a list: JSON (``[...]``) or comma-separated.
-LIST_KEYS = ("categories", "guaranteed_categories", "rule_pattern_files")
+LIST_KEYS = ("categories", "guaranteed_categories", "rule_pattern_files", "upload_tags")
 #: Keys that are a section (a JSON object, or one ``MEMFOLD_<SECTION>__<KEY>`` per key).
 SECTION_KEYS = ("llm", "embeddings")
 #: ``MEMFOLD_*`` variables that are not settings (read by memfold's scripts and tests).

@@ -6,13 +6,14 @@ Business rules live in ``apply``; this module only connects the boxes of the dat
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from types import TracebackType
@@ -25,11 +26,12 @@ from memfold._fence import clear_stamp
 from memfold._manual import ManualEdits
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
-from memfold.errors import MemfoldError
+from memfold.errors import ExtractionError, MemfoldError
 from memfold.extract.base import Extractor, Usage
 from memfold.extract.factory import make_extractor
 from memfold.inject import ContextRenderer
 from memfold.layers import layer
+from memfold.llm.base import ChatModelError
 from memfold.model import (
     MemoryDocument,
     Scope,
@@ -184,7 +186,7 @@ class Memory(ManualEdits, AsyncFacade):
         """
         scope = _scope(user_id, agent)
         key: JobKey = (_thread(thread_id), scope.user_id, scope.agent)
-        kept = capture(messages)
+        kept = capture(messages, upload_tags=self.config.upload_tags)
         if not has_minimum_dialogue(kept):
             return False
         if self.config.queue != "memory":
@@ -242,11 +244,12 @@ class Memory(ManualEdits, AsyncFacade):
         # A retry keeps the key and the first-record time, so it stays fenced too.
         mark = (job.key, job.enqueued_at)
         try:
-            result = self._updater.run(
-                job.scope, job.thread_id, job.messages, job.signals,
-                fenced=lambda: mark in self._fenced, erased=lambda: mark in self._erased,
-                recorded_at=job.recorded_at, marks=job.marks,
-            )  # fmt: skip
+            with self._counting_failed_calls():
+                result = self._updater.run(
+                    job.scope, job.thread_id, job.messages, job.signals,
+                    fenced=lambda: mark in self._fenced, erased=lambda: mark in self._erased,
+                    recorded_at=job.recorded_at, marks=job.marks,
+                )  # fmt: skip
         except BaseException:
             with self._lock:
                 self._jobs_failed += 1
@@ -289,16 +292,28 @@ class Memory(ManualEdits, AsyncFacade):
         """
         _thread(thread_id)
         scope = _scope(user_id, agent)
-        kept = capture(messages)  # the updater redacts them before extraction
+        # the updater redacts them before extraction
+        kept = capture(messages, upload_tags=self.config.upload_tags)
         if not has_minimum_dialogue(kept):
             doc = self._store.load(scope)
             return UpdateResult(scope, thread_id, doc.revision, False, skipped="no dialogue")
-        result = self._updater.run(
-            scope, thread_id, kept, detect(kept), recorded_at=self._now().timestamp(),
-            reprocess=reprocess,
-        )  # fmt: skip
+        with self._counting_failed_calls():
+            result = self._updater.run(
+                scope, thread_id, kept, detect(kept), recorded_at=self._now().timestamp(),
+                reprocess=reprocess,
+            )  # fmt: skip
         self._add_usage(result.usage)
         return result
+
+    @contextlib.contextmanager
+    def _counting_failed_calls(self) -> Iterator[None]:
+        """Count the tokens of a model call whose reply could not be used: it was paid for."""
+        try:
+            yield
+        except (ExtractionError, ChatModelError) as exc:
+            if exc.usage is not None:
+                self._add_usage(exc.usage)
+            raise
 
     # --- reading ------------------------------------------------------------------------
 
