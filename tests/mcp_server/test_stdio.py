@@ -182,5 +182,5 @@ def test_a_bad_user_id_stops_the_server_at_start_with_one_line(tmp_path: Path) -
         timeout=60, check=False, env=child_env(), stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert done.returncode == 2
-    assert "user_id must not be empty" in done.stderr
+    assert "--user needs an id" in done.stderr
     assert "Traceback" not in done.stderr

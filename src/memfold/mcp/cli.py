@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from memfold.cli._app import Options, scope_options
 from memfold.config import MemoryConfig
 from memfold.mcp.binding import Binding
 
@@ -38,13 +39,14 @@ def stdio_config(config: MemoryConfig) -> MemoryConfig:
 
 
 @click.command(name="mcp")
-@click.pass_context
-def mcp_command(ctx: click.Context) -> None:
+@scope_options
+@click.pass_obj
+def mcp_command(options: Options) -> None:
     """Serve one user's memory to an MCP client over stdio.
 
-    The user and agent are --user/--agent (before the command), else `mcp.user_id` and
-    `mcp.agent` in the config. Point Claude Desktop, Cursor or any MCP client at
-    `memfold --home ~/.memfold --user alice mcp`; logs go to stderr.
+    The user and agent are --user/--agent, else `mcp.user_id` and `mcp.agent` in the
+    config. Point Claude Desktop, Cursor or any MCP client at `memfold --home
+    ~/.memfold --user alice mcp`; logs go to stderr.
     """
     from memfold.mcp import require_sdk
 
@@ -52,8 +54,7 @@ def mcp_command(ctx: click.Context) -> None:
     from memfold.mcp.stdio import serve_stdio
     from memfold.memory import Memory
 
-    options = ctx.obj
-    config = stdio_config(MemoryConfig.build(options.config, home=options.home))
+    config = stdio_config(options.settings())
     binding = Binding(
         options.user if options.user is not None else config.mcp.user_id,
         options.agent if options.agent is not None else config.mcp.agent,
