@@ -17,6 +17,7 @@ from mcp.client.stdio import stdio_client
 from mcp_helpers import BERLIN, child_env, decode, error, mcp_command, ok, run, text
 
 from memfold import Memory, MemoryConfig
+from memfold.errors import ConfigError
 from memfold.mcp import TOOL_NAMES
 from memfold.mcp.cli import stdio_config
 
@@ -184,3 +185,14 @@ def test_a_bad_user_id_stops_the_server_at_start_with_one_line(tmp_path: Path) -
     assert done.returncode == 2
     assert "--user needs an id" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_mcp_section_comes_from_yaml_json_or_nested_variables(tmp_path: Path) -> None:
+    config_file = tmp_path / "memfold.yaml"
+    config_file.write_text("mcp:\n  user_id: alice\n  agent: desk\n", encoding="utf-8")
+    assert MemoryConfig.build(config_file, env={}).mcp.user_id == "alice"
+    nested = MemoryConfig.build(env={"MEMFOLD_MCP__USER_ID": "bob", "MEMFOLD_MCP__AGENT": "cli"})
+    assert (nested.mcp.user_id, nested.mcp.agent) == ("bob", "cli")
+    assert MemoryConfig.build(env={"MEMFOLD_MCP": '{"user_id": "carol"}'}).mcp.user_id == "carol"
+    with pytest.raises(ConfigError, match=r"mcp\.user_id"):
+        MemoryConfig.build(env={"MEMFOLD_MCP__USER_ID": ""})
