@@ -203,6 +203,7 @@ def test_update_fact_edits_through_the_facade(memory: Memory) -> None:
     assert memory.get(user_id="alice", agent="coder").fact(fact.id).content == "Lives in Lyon"
     assert "nothing to change" in nothing
     assert "fact_nope" in unknown
+    assert "list_facts" in unknown  # the hint names the tool, not the CLI
     assert other.id in foreign  # another user's fact is simply not in this scope
     assert memory.get(user_id="bob", agent="coder").fact(other.id).content == "Lives in Rome"
 
@@ -219,6 +220,7 @@ def test_forget_deletes_the_fact_from_memory_and_context(memory: Memory) -> None
     gone, again, block = in_process(alice(memory), scenario)
     assert gone == {"forgotten": fact.id}
     assert fact.id in again
+    assert "list_facts gives the ids" in again
     assert "bicycle" not in block
     assert memory.get(user_id="alice", agent="coder").facts == ()
 

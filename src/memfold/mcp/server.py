@@ -20,7 +20,7 @@ from pydantic import Field, ValidationError
 
 from memfold import __version__
 from memfold._facts import normalise_category
-from memfold.errors import MemfoldError
+from memfold.errors import FactNotFoundError, MemfoldError
 from memfold.mcp.binding import BINDING_SCOPE_KEY, DEFAULT_USER, Binding, memory_uri
 from memfold.mcp.messages import ChatMessage
 from memfold.memory import Memory
@@ -61,7 +61,10 @@ _CHANGE = ToolAnnotations(
 Content = Annotated[str, Field(description="The fact, in one short sentence about the user.")]
 Category = Annotated[
     str | None,
-    Field(description="preference, knowledge, context, behavior, goal or correction."),
+    Field(
+        description="preference, knowledge, context, behavior, goal, correction, or a label "
+        "of your own (default context)."
+    ),
 ]
 Confidence = Annotated[float | None, Field(description="How sure, from 0 to 1.")]
 FactId = Annotated[str, Field(description="The fact's id, e.g. fact_1a2b3c4d (see list_facts).")]
@@ -101,6 +104,10 @@ def _tool_errors() -> Iterator[None]:
     tool errors with the facade's own message; anything else is a crash the SDK hides."""
     try:
         yield
+    except FactNotFoundError as exc:  # its hint names the CLI; a model has list_facts
+        raise ToolError(
+            f"no fact {exc.fact_id!r} in {exc.scope}; list_facts gives the ids of its facts"
+        ) from exc
     except (MemfoldError, ValueError, TypeError) as exc:
         raise ToolError(str(exc)) from exc
 
