@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -14,6 +15,8 @@ from mcp import Client
 from mcp.types import CallToolResult
 
 T = TypeVar("T")
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 #: A conversation the offline rule extractor learns "Lives in Berlin" from.
 BERLIN = [
@@ -70,3 +73,11 @@ def child_env(**extra: str) -> dict[str, str]:
 def decode(resource_text: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(resource_text)
     return data
+
+
+def readme_entries() -> list[dict[str, Any]]:
+    """The ``mcpServers`` entries of the README's MCP section, as written."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## MCP server\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```json\n(.*?)```", section, re.S)
+    return [entry for block in blocks for entry in json.loads(block)["mcpServers"].values()]

@@ -4,38 +4,26 @@ folder), and the HTTP entry has the shape the endpoint expects."""
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp_helpers import child_env, run
+from mcp_helpers import child_env, readme_entries, run
 
 from memfold.mcp import TOOL_NAMES
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _entries() -> list[dict[str, Any]]:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("\n## MCP server\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```json\n(.*?)```", section, re.S)
-    return [entry for block in blocks for entry in json.loads(block)["mcpServers"].values()]
-
 
 def test_the_readme_shows_a_stdio_and_an_http_entry() -> None:
-    kinds = sorted("command" if "command" in entry else "url" for entry in _entries())
+    kinds = sorted("command" if "command" in entry else "url" for entry in readme_entries())
     assert kinds == ["command", "url"]
 
 
 @pytest.mark.slow
 def test_the_stdio_entry_starts_a_working_server(tmp_path: Path) -> None:
-    (entry,) = [e for e in _entries() if "command" in e]
+    (entry,) = [e for e in readme_entries() if "command" in e]
     assert entry["command"] == "memfold"
     args = [str(tmp_path / "home") if a.endswith("/.memfold") else a for a in entry["args"]]
     env = {k: v for k, v in entry["env"].items() if k != "MEMFOLD_LLM"}  # no model here
@@ -54,7 +42,7 @@ def test_the_stdio_entry_starts_a_working_server(tmp_path: Path) -> None:
 
 
 def test_the_http_entry_names_the_endpoint_and_a_bearer_key() -> None:
-    (entry,) = [e for e in _entries() if "url" in e]
+    (entry,) = [e for e in readme_entries() if "url" in e]
     url = urlsplit(entry["url"])
     assert url.path == "/mcp"
     assert set(parse_qs(url.query)) <= {"user", "agent"}
