@@ -6,17 +6,29 @@ import json
 import os
 import re
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import httpx2
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
+from starlette.applications import Starlette
 
 T = TypeVar("T")
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+
+#: A raw ``initialize`` request, for what the transport answers before any tool runs.
+INIT = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "test", "version": "0"}},
+}  # fmt: skip
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 #: A conversation the offline rule extractor learns "Lives in Berlin" from.
 BERLIN = [
@@ -81,3 +93,26 @@ def readme_entries() -> list[dict[str, Any]]:
     section = text.split("\n## MCP server\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```json\n(.*?)```", section, re.S)
     return [entry for block in blocks for entry in json.loads(block)["mcpServers"].values()]
+
+
+def http_client(app: Starlette, key: str | None, host: str = "testserver") -> httpx2.AsyncClient:
+    """An HTTP client calling ``app`` in this process, with ``key`` as its bearer key."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app), base_url=f"http://{host}", headers=headers
+    )
+
+
+@asynccontextmanager
+async def running(app: Starlette) -> AsyncIterator[None]:
+    """``app`` between its startup and its shutdown (its lifespan)."""
+    async with app.router.lifespan_context(app):
+        yield
+
+
+@asynccontextmanager
+async def http_session(app: Starlette, key: str | None, query: str = "") -> AsyncIterator[Client]:
+    """An SDK client on ``app``'s ``/mcp`` (plus ``query``), sending ``key``."""
+    endpoint = f"http://testserver/mcp{query}"
+    async with Client(streamable_http_client(endpoint, http_client=http_client(app, key))) as c:
+        yield c

@@ -4,16 +4,21 @@ skipped memfold's authentication serves nobody."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_helpers import error, ok, run
+from mcp_helpers import (
+    INIT,
+    MCP_HEADERS,
+    error,
+    http_client,
+    http_session,
+    ok,
+    run,
+    running,
+)
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -26,12 +31,6 @@ from memfold.mcp.http import LOOPBACK_ONLY, mount_mcp
 ALICE_KEY = "alice-key-0123456789abcdef"
 ADMIN_KEY = "admin-key-0123456789abcdef"
 KEYS = {ALICE_KEY: (False, "alice"), ADMIN_KEY: (True, None)}
-INIT = {
-    "jsonrpc": "2.0", "id": 1, "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "test", "version": "0"}},
-}  # fmt: skip
-MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
 def resolve(request: Request) -> Binding:
@@ -41,27 +40,6 @@ def resolve(request: Request) -> Binding:
         raise McpRefusal("send 'Authorization: Bearer <api key>'")
     admin, user = KEYS[key]
     return bind(admin=admin, user_id=user, query=request.query_params)
-
-
-def _http(app: Starlette, key: str | None, host: str = "testserver") -> httpx2.AsyncClient:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return httpx2.AsyncClient(
-        transport=httpx2.ASGITransport(app), base_url=f"http://{host}", headers=headers
-    )
-
-
-@asynccontextmanager
-async def _running(app: Starlette) -> AsyncIterator[None]:
-    async with app.router.lifespan_context(app):
-        yield
-
-
-@asynccontextmanager
-async def _session(app: Starlette, key: str, query: str = "") -> AsyncIterator[Client]:
-    async with Client(
-        streamable_http_client(f"http://testserver/mcp{query}", http_client=_http(app, key))
-    ) as client:
-        yield client
 
 
 @pytest.fixture
@@ -108,7 +86,7 @@ def test_a_user_key_works_on_its_own_memory_only(app: Starlette, memory: Memory)
 
     async def scenario() -> dict[str, Any]:
         seen: dict[str, Any] = {}
-        async with _running(app), _session(app, ALICE_KEY) as client:
+        async with running(app), http_session(app, ALICE_KEY) as client:
             seen["remember"] = ok(await client.call_tool("remember", {"content": "Prefers tea"}))
             seen["recall"] = ok(await client.call_tool("recall", {"query": "diagnosis"}))
             seen["list"] = ok(await client.call_tool("list_facts", {}))
@@ -140,7 +118,7 @@ def test_a_user_key_asking_for_another_user_is_refused_before_any_tool(
     app: Starlette, memory: Memory
 ) -> None:
     async def scenario() -> httpx2.Response:
-        async with _running(app), _http(app, ALICE_KEY) as http:
+        async with running(app), http_client(app, ALICE_KEY) as http:
             return await http.post("/mcp?user=bob", json=INIT, headers=MCP_HEADERS)
 
     answer = run(scenario)
@@ -151,7 +129,7 @@ def test_a_user_key_asking_for_another_user_is_refused_before_any_tool(
 @pytest.mark.parametrize("key", [None, "wrong-key-0123456789abcdef"])
 def test_a_request_without_a_valid_key_gets_401(app: Starlette, key: str | None) -> None:
     async def scenario() -> httpx2.Response:
-        async with _running(app), _http(app, key) as http:
+        async with running(app), http_client(app, key) as http:
             return await http.post("/mcp", json=INIT, headers=MCP_HEADERS)
 
     answer = run(scenario)
@@ -164,7 +142,7 @@ def test_an_admin_key_works_on_the_user_and_agent_of_its_url(
     app: Starlette, memory: Memory
 ) -> None:
     async def scenario() -> None:
-        async with _running(app), _session(app, ADMIN_KEY, "?user=bob&agent=desk") as client:
+        async with running(app), http_session(app, ADMIN_KEY, "?user=bob&agent=desk") as client:
             ok(await client.call_tool("remember", {"content": "Uses a standing desk"}))
             document = (await client.read_resource("memory://carol")).contents[0].text
             assert '"facts": []' in document  # an admin may read any user
@@ -177,7 +155,7 @@ def test_an_admin_key_works_on_the_user_and_agent_of_its_url(
 
 def test_the_endpoint_answers_503_until_the_app_has_started(app: Starlette) -> None:
     async def scenario() -> httpx2.Response:
-        async with _http(app, ALICE_KEY) as http:
+        async with http_client(app, ALICE_KEY) as http:
             return await http.post("/mcp", json=INIT, headers=MCP_HEADERS)
 
     assert run(scenario).status_code == 503
@@ -185,7 +163,7 @@ def test_the_endpoint_answers_503_until_the_app_has_started(app: Starlette) -> N
 
 def test_the_app_may_start_again_after_a_shutdown(app: Starlette, memory: Memory) -> None:
     async def scenario(content: str) -> None:
-        async with _running(app), _session(app, ALICE_KEY) as client:
+        async with running(app), http_session(app, ALICE_KEY) as client:
             ok(await client.call_tool("remember", {"content": content}))
 
     run(lambda: scenario("First start"))
@@ -197,7 +175,7 @@ def test_loopback_only_refuses_a_foreign_host_name(memory: Memory) -> None:
     app = http_app(build_server(memory), resolve, transport_security=LOOPBACK_ONLY)
 
     async def scenario(host: str) -> int:
-        async with _running(app), _http(app, ALICE_KEY, host) as http:
+        async with running(app), http_client(app, ALICE_KEY, host) as http:
             return (await http.post("/mcp", json=INIT, headers=MCP_HEADERS)).status_code
 
     assert run(lambda: scenario("evil.example")) == 421  # a DNS-rebinding page
@@ -209,11 +187,7 @@ def test_an_endpoint_without_memfolds_authentication_serves_nobody(memory: Memor
     bare = server.streamable_http_app(stateless_http=True, json_response=True, host="testserver")
 
     async def scenario() -> str:
-        async with (
-            bare.router.lifespan_context(bare),
-            Client(streamable_http_client("http://testserver/mcp", http_client=_http(bare, None)))
-            as client,
-        ):  # fmt: skip
+        async with running(bare), http_session(bare, None) as client:
             return error(await client.call_tool("remember", {"content": "Prefers tea"}))
 
     assert "not behind memfold's authentication" in run(scenario)
@@ -228,9 +202,9 @@ def test_mount_mcp_adds_the_endpoint_beside_an_apps_own_routes(memory: Memory) -
         async with endpoint:
             async with endpoint:  # entered twice (two clients of one app): one manager
                 pass
-            async with _session(app, ALICE_KEY) as client:  # still running
+            async with http_session(app, ALICE_KEY) as client:  # still running
                 ok(await client.call_tool("remember", {"content": "Prefers tea"}))
-            async with _http(app, None) as http:
+            async with http_client(app, None) as http:
                 return (await http.get("/health")).text
 
     assert run(scenario) == "fine"
