@@ -208,6 +208,31 @@ def test_update_fact_edits_through_the_facade(memory: Memory) -> None:
     assert memory.get(user_id="bob", agent="coder").fact(other.id).content == "Lives in Rome"
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "expected"),
+    [
+        ("forget", {"fact_id": ""}, "fact_id: String should have at least 1 character"),
+        ("update_fact", {"fact_id": "", "content": "x"}, "fact_id: String should have at least"),
+        (
+            "record_conversation",
+            {"thread_id": "", "messages": BERLIN},
+            "thread_id: String should have at least 1 character",
+        ),
+    ],
+)
+def test_an_empty_id_is_refused_by_name(
+    memory: Memory, tool: str, arguments: dict[str, Any], expected: str
+) -> None:
+    memory.add_fact("Owns a red bicycle", user_id="alice", agent="coder")
+
+    async def scenario(client: Client) -> str:
+        return error(await client.call_tool(tool, arguments))
+
+    assert expected in in_process(alice(memory), scenario)
+    assert len(memory.get(user_id="alice", agent="coder").facts) == 1
+    assert memory.status().pending == 0
+
+
 def test_forget_deletes_the_fact_from_memory_and_context(memory: Memory) -> None:
     fact = memory.add_fact("Owns a red bicycle", user_id="alice", agent="coder")
 
@@ -267,7 +292,7 @@ def test_record_conversation_goes_through_the_clear_fence(memory: Memory) -> Non
         ([{"role": "wizard", "content": "hi"}], "unknown role 'wizard'"),
         ([{"content": "no role"}], "messages.0.role: Field required"),
         ("I live in Berlin", "messages: Input should be a valid list"),
-        ([{"role": "user", "content": 7}], "messages.0.content"),
+        ([{"role": "user", "content": 7}], 'a list of parts such as {"type": "text"'),
     ],
 )
 def test_record_conversation_rejects_malformed_messages(

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
+from pydantic_core import PydanticCustomError
 
 __all__ = ["ChatMessage"]
 
@@ -26,6 +34,20 @@ class ChatMessage(BaseModel):
         default=None, description="The text, or a list of content parts."
     )
     id: str | None = Field(default=None, description="The message's id, when it has one.")
+
+    @field_validator("content", mode="wrap")
+    @classmethod
+    def _one_content_error(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """One readable error instead of one per member of the union."""
+        try:
+            return handler(value)
+        except ValidationError:
+            raise PydanticCustomError(
+                "message_content",
+                "must be a string, a list of parts such as "
+                '{"type": "text", "text": "..."}, or null; got {kind}',
+                {"kind": type(value).__name__},
+            ) from None
 
     def as_dict(self) -> dict[str, Any]:
         """The message as the dict ``Memory.record`` takes."""

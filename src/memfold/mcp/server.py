@@ -67,7 +67,9 @@ Category = Annotated[
     ),
 ]
 Confidence = Annotated[float | None, Field(description="How sure, from 0 to 1.")]
-FactId = Annotated[str, Field(description="The fact's id, e.g. fact_1a2b3c4d (see list_facts).")]
+FactId = Annotated[
+    str, Field(min_length=1, description="The fact's id, e.g. fact_1a2b3c4d (see list_facts).")
+]
 
 
 class _ScopeArgs(TypedDict):
@@ -258,7 +260,8 @@ def build_server(
     @server.tool(annotations=_ADD, structured_output=True)
     def record_conversation(
         thread_id: Annotated[
-            str, Field(description="The conversation's id; the same id for its later turns.")
+            str,
+            Field(min_length=1, description="The conversation's id; the same for its later turns."),
         ],
         messages: Annotated[
             list[ChatMessage],
