@@ -20,6 +20,7 @@ from memfold.conversation import capture
 from memfold.errors import MemfoldError
 from memfold.memory import Memory
 from memfold.model import HISTORY_SECTIONS, USER_SECTIONS, MemoryDocument
+from memfold.server import cli as server_cli
 
 __all__ = ["main"]
 
@@ -46,10 +47,13 @@ class _Options:
     agent: str | None
 
     def memory(self) -> Memory:
+        return Memory(self.memory_config(), start_workers=False)
+
+    def memory_config(self) -> MemoryConfig:
         overrides: dict[str, Any] = {}
         if self.home is not None:
             overrides["home"] = self.home
-        return Memory(MemoryConfig.build(self.config, **overrides), start_workers=False)
+        return MemoryConfig.build(self.config, **overrides)
 
     @property
     def scope(self) -> _ScopeArgs:
@@ -400,6 +404,12 @@ def migrate(options: _Options, to: str, dsn: str | None, overwrite: bool) -> Non
         click.echo(f"memfold: failed {scope}: {reason}", err=True)
     if not report.ok:
         sys.exit(1)
+
+
+# --- serve (the REST API and the web page) --------------------------------------------
+
+cli.add_command(server_cli.serve)
+cli.add_command(server_cli.api_key)
 
 
 def main(argv: list[str] | None = None) -> None:
