@@ -94,3 +94,12 @@ class SearchOut(BaseModel):
 class Health(BaseModel):
     status: str
     version: str
+
+
+class Me(BaseModel):
+    """The caller: ``admin``, or bound to ``user_id``; ``via`` is how (key name, header, or
+    ``open`` on a loopback server without keys)."""
+
+    admin: bool
+    user_id: str | None
+    via: str

@@ -12,7 +12,7 @@ from memfold import __version__
 from memfold.server.auth import Principal
 from memfold.server.deps import Caller, MemoryDep, admin_only
 from memfold.server.errors import error_responses
-from memfold.server.schemas import Health
+from memfold.server.schemas import Health, Me
 
 __all__ = ["router"]
 
@@ -23,6 +23,12 @@ router = APIRouter(tags=["server"])
 def healthz() -> dict[str, str]:
     """Liveness, without credentials (for load balancers): the process answers."""
     return {"status": "ok", "version": __version__}
+
+
+@router.get("/me", response_model=Me, responses=error_responses(401))
+def me(principal: Caller) -> dict[str, Any]:
+    """Who the credentials of this request belong to: an admin, or one user."""
+    return {"admin": principal.admin, "user_id": principal.user_id, "via": principal.via}
 
 
 @router.get("/status", responses=error_responses(401, 503))

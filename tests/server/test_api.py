@@ -1,0 +1,259 @@
+"""The REST API through HTTP: each endpoint does what the same ``Memory`` call does."""
+
+from __future__ import annotations
+
+import json
+
+API = "/api/v1"
+
+
+def test_healthz_answers_without_credentials(app):
+    from fastapi.testclient import TestClient
+
+    with TestClient(app) as anonymous:
+        response = anonymous.get(f"{API}/healthz")
+    assert response.status_code == 200
+    assert response.json()["status"] == "ok"
+
+
+def test_add_fact_returns_201_and_the_stored_fact(admin, mem):
+    response = admin.post(
+        f"{API}/users/alice/facts",
+        json={"content": "Prefers answers in Python", "category": "preference", "confidence": 0.8},
+    )
+    assert response.status_code == 201
+    fact = response.json()
+    assert fact["content"] == "Prefers answers in Python"
+    assert fact["category"] == "preference"
+    assert fact["confidence"] == 0.8
+    assert fact["source"] == "manual"
+    stored = mem.get(user_id="alice").fact(fact["id"])
+    assert stored is not None
+    assert stored.content == "Prefers answers in Python"
+
+
+def test_add_fact_defaults_follow_the_python_api(admin, mem):
+    fact = admin.post(f"{API}/users/alice/facts", json={"content": "Has two cats"}).json()
+    assert (fact["category"], fact["confidence"]) == ("context", 0.9)
+
+
+def test_duplicate_fact_is_409_and_names_the_existing_fact(admin):
+    first = admin.post(f"{API}/users/alice/facts", json={"content": "Lives in Lisbon"}).json()
+    again = admin.post(f"{API}/users/alice/facts", json={"content": "  lives in LISBON "})
+    assert again.status_code == 409
+    error = again.json()["error"]
+    assert error["code"] == "duplicate_fact"
+    assert first["id"] in error["message"]
+
+
+def test_secret_only_fact_is_422_and_nothing_is_stored(admin, mem):
+    secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789AB"
+    response = admin.post(f"{API}/users/alice/facts", json={"content": secret})
+    assert response.status_code == 422
+    assert "secret" in response.json()["error"]["message"]
+    assert mem.get(user_id="alice").facts == ()
+
+
+def test_invalid_fact_bodies_are_422_with_the_field_named(admin):
+    for body, field in (
+        ({}, "content"),
+        ({"content": "x", "confidence": 1.5}, "confidence"),
+        ({"content": "x", "colour": "red"}, "colour"),
+        ({"content": ""}, "content"),
+    ):
+        response = admin.post(f"{API}/users/alice/facts", json=body)
+        assert response.status_code == 422, body
+        assert response.json()["error"]["code"] == "invalid"
+        assert field in response.json()["error"]["message"]
+
+
+def test_patch_changes_only_what_is_sent(admin, mem):
+    fact = admin.post(f"{API}/users/alice/facts", json={"content": "Drinks tea"}).json()
+    response = admin.patch(f"{API}/users/alice/facts/{fact['id']}", json={"confidence": 0.55})
+    assert response.status_code == 200
+    assert response.json()["confidence"] == 0.55
+    stored = mem.get(user_id="alice").fact(fact["id"])
+    assert (stored.content, stored.confidence) == ("Drinks tea", 0.55)
+
+
+def test_patch_with_nothing_to_change_is_422(admin):
+    fact = admin.post(f"{API}/users/alice/facts", json={"content": "Drinks tea"}).json()
+    response = admin.patch(f"{API}/users/alice/facts/{fact['id']}", json={})
+    assert response.status_code == 422
+    assert "nothing to change" in response.json()["error"]["message"]
+
+
+def test_unknown_fact_is_404_for_patch_and_delete(admin):
+    for call in (
+        lambda: admin.patch(f"{API}/users/alice/facts/fact_nope", json={"content": "x"}),
+        lambda: admin.delete(f"{API}/users/alice/facts/fact_nope"),
+    ):
+        response = call()
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "fact_not_found"
+
+
+def test_delete_fact_is_204_and_the_fact_is_gone(admin, mem):
+    fact = admin.post(f"{API}/users/alice/facts", json={"content": "Drinks tea"}).json()
+    response = admin.delete(f"{API}/users/alice/facts/{fact['id']}")
+    assert response.status_code == 204
+    assert response.content == b""
+    assert mem.get(user_id="alice").facts == ()
+
+
+def test_agent_query_parameter_selects_the_agents_own_memory(admin, mem):
+    admin.post(f"{API}/users/alice/facts", params={"agent": "coder"}, json={"content": "Uses Go"})
+    assert [f.content for f in mem.get(user_id="alice", agent="coder").facts] == ["Uses Go"]
+    assert mem.get(user_id="alice").facts == ()
+    shared = admin.get(f"{API}/users/alice/memory").json()
+    assert shared["facts"] == []
+    coder = admin.get(f"{API}/users/alice/memory", params={"agent": "coder"}).json()
+    assert [f["content"] for f in coder["facts"]] == ["Uses Go"]
+
+
+def test_empty_agent_is_422_not_the_shared_bucket(admin):
+    response = admin.get(f"{API}/users/alice/memory", params={"agent": ""})
+    assert response.status_code == 422
+
+
+def test_tilde_is_the_default_user(admin, mem):
+    admin.post(f"{API}/users/~/facts", json={"content": "Likes jazz"})
+    assert [f.content for f in mem.get().facts] == ["Likes jazz"]
+
+
+def test_memory_is_the_export_document(admin, mem):
+    mem.add_fact("Lives in Lisbon", user_id="alice")
+    assert admin.get(f"{API}/users/alice/memory").json() == mem.export(user_id="alice")
+    exported = admin.get(f"{API}/users/alice/export")
+    assert exported.json() == mem.export(user_id="alice")
+    assert "attachment" in exported.headers["content-disposition"]
+
+
+def test_delete_memory_clears_one_scope_only(admin, mem):
+    mem.add_fact("Lives in Lisbon", user_id="alice")
+    mem.add_fact("Uses Go", user_id="alice", agent="coder")
+    response = admin.delete(f"{API}/users/alice/memory")
+    assert response.status_code == 204
+    assert mem.get(user_id="alice").facts == ()
+    assert len(mem.get(user_id="alice", agent="coder").facts) == 1
+
+
+def test_conversations_are_recorded_like_record_and_learned_on_flush(admin, mem, talk):
+    response = admin.post(
+        f"{API}/users/alice/conversations",
+        json={"thread_id": "t1", "messages": talk(("I live in Lisbon.", "Noted."))},
+    )
+    assert response.status_code == 202
+    assert response.json() == {"queued": True}
+    assert mem.status().pending == 1
+    assert mem.flush()
+    assert [f.content for f in mem.get(user_id="alice").facts] == ["Lives in Lisbon"]
+
+
+def test_a_conversation_without_an_exchange_is_accepted_but_not_queued(admin, mem):
+    response = admin.post(
+        f"{API}/users/alice/conversations",
+        json={"thread_id": "t1", "messages": [{"role": "user", "content": "hello?"}]},
+    )
+    assert response.status_code == 202
+    assert response.json() == {"queued": False}
+    assert mem.status().pending == 0
+
+
+def test_a_malformed_message_is_422_naming_the_problem(admin, mem):
+    response = admin.post(
+        f"{API}/users/alice/conversations",
+        json={"thread_id": "t1", "messages": [{"role": "user", "content": 5}]},
+    )
+    assert response.status_code == 422
+    assert response.json()["error"]["message"]
+    assert mem.status().pending == 0
+
+
+def test_misspelt_conversation_field_is_422(admin, talk):
+    response = admin.post(
+        f"{API}/users/alice/conversations",
+        json={"thread": "t1", "messages": talk(("I live in Lisbon.", "Noted."))},
+    )
+    assert response.status_code == 422
+    message = response.json()["error"]["message"]
+    assert "thread_id" in message
+    assert "thread" in message
+
+
+def test_search_finds_the_matching_fact(admin, mem):
+    mem.add_fact("Has a dog named Biscuit", user_id="alice")
+    mem.add_fact("Works as a nurse", user_id="alice")
+    response = admin.get(f"{API}/users/alice/search", params={"q": "dog", "limit": 5})
+    assert response.status_code == 200
+    hits = response.json()["hits"]
+    assert [hit["fact"]["content"] for hit in hits] == ["Has a dog named Biscuit"]
+    assert hits[0]["score"] > 0
+
+
+def test_search_needs_a_query(admin):
+    assert admin.get(f"{API}/users/alice/search").status_code == 422
+    assert admin.get(f"{API}/users/alice/search", params={"q": "x", "limit": 0}).status_code == 422
+
+
+def test_import_into_an_empty_scope_then_refuses_to_replace_without_replace(admin, mem):
+    mem.add_fact("Lives in Lisbon", user_id="alice")
+    document = mem.export(user_id="alice")
+    response = admin.post(f"{API}/users/carol/import", json=document)
+    assert response.status_code == 200
+    assert [f.content for f in mem.get(user_id="carol").facts] == ["Lives in Lisbon"]
+
+    other = json.loads(json.dumps(document))
+    other["facts"][0]["content"] = "Lives in Porto"
+    refused = admin.post(f"{API}/users/carol/import", json=other)
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "scope_not_empty"
+    assert "replace=true" in refused.json()["error"]["message"]
+    assert [f.content for f in mem.get(user_id="carol").facts] == ["Lives in Lisbon"]
+
+    replaced = admin.post(f"{API}/users/carol/import", params={"replace": "true"}, json=other)
+    assert replaced.status_code == 200
+    assert [f.content for f in mem.get(user_id="carol").facts] == ["Lives in Porto"]
+
+
+def test_import_of_something_that_is_not_a_document_is_422_and_keeps_memory(admin, mem):
+    mem.add_fact("Lives in Lisbon", user_id="alice")
+    response = admin.post(
+        f"{API}/users/alice/import", params={"replace": "true"}, json={"facts": "not a list"}
+    )
+    assert response.status_code == 422
+    assert [f.content for f in mem.get(user_id="alice").facts] == ["Lives in Lisbon"]
+
+
+def test_status_reports_the_queue(admin, mem, talk):
+    admin.post(
+        f"{API}/users/alice/conversations",
+        json={"thread_id": "t1", "messages": talk(("I live in Lisbon.", "Noted."))},
+    )
+    body = admin.get(f"{API}/status").json()
+    assert body["queue"]["pending"] == 1
+    assert body["extractor"] == "rules"
+
+
+def test_config_is_masked_and_shows_no_key_hashes(admin, mem):
+    text = admin.get(f"{API}/config").text
+    for entry in mem.config.server.api_keys:
+        assert entry.sha256 not in text
+    body = json.loads(text)
+    assert {"name": "ops", "admin": True, "user_id": None} in body["server"]["api_keys"]
+
+
+def test_config_masks_the_database_password(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from memfold import MemoryConfig
+    from memfold.server import create_app
+
+    config = MemoryConfig.build(
+        home=tmp_path, dsn="postgresql://memfold:s3cretpass@db.internal/memfold",
+        server={"api_keys_env": None},
+    )  # fmt: skip
+    with TestClient(create_app(config=config)) as client:
+        text = client.get(f"{API}/config").text
+    assert "s3cretpass" not in text
+    assert "db.internal" in text
