@@ -19,7 +19,7 @@ from starlette.staticfiles import StaticFiles
 from memfold import __version__
 from memfold.config import MemoryConfig
 from memfold.memory import Memory
-from memfold.server.errors import install_error_handlers
+from memfold.server.errors import COMMON_ERRORS, install_error_handlers
 from memfold.server.limits import BodyLimit
 from memfold.server.routes import reads, scope, system
 from memfold.server.state import Extension, ServerState
@@ -59,7 +59,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        state.memory  # noqa: B018 (open the store and a durable queue's workers now)
+        state.open()  # the store, and a durable queue's workers, start now
         async with AsyncExitStack() as stack:
             for context in contexts:
                 await stack.enter_async_context(context)
@@ -87,7 +87,7 @@ def create_app(
         max_import_bytes=config.server.max_import_bytes,
     )
     for router in (system.router, scope.router, reads.router):
-        app.include_router(router, prefix=API_PREFIX)
+        app.include_router(router, prefix=API_PREFIX, responses=COMMON_ERRORS)
     _add_page(app)
     for extension in extensions:
         context = extension(app, state)

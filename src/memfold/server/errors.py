@@ -149,6 +149,11 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, on_unexpected)
 
 
-#: ``responses=`` of a route that may answer with these errors (for the OpenAPI spec).
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` of a route that may answer with these errors (for the OpenAPI spec)."""
     return {status: {"model": ErrorBody} for status in statuses}
+
+
+#: What any route may answer: a body that is not JSON, no credentials, an unknown user
+#: (or one the key may not reach), a body too large, invalid input, a store that is down.
+COMMON_ERRORS = error_responses(400, 401, 404, 413, 422, 503)

@@ -44,6 +44,12 @@ class ServerState:
                 self._memory = Memory(self.config)
             return self._memory
 
+    def open(self) -> Memory:
+        """Open the memory at startup (again, after a previous shutdown)."""
+        with self._lock:
+            self._closed = False
+        return self.memory
+
     def close(self) -> bool:
         """Close the memory if this app opened it (drains pending updates); True when
         everything pending was processed. A memory given to the app stays open."""

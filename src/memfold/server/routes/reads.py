@@ -11,7 +11,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, status
 
 from memfold.server.deps import MemoryDep, Scoped
-from memfold.server.errors import error_responses
 from memfold.server.schemas import ConversationIn, RecordOut, SearchOut
 
 __all__ = ["router"]
@@ -23,7 +22,6 @@ router = APIRouter(prefix="/users/{user_id}", tags=["agents"])
     "/conversations",
     status_code=status.HTTP_202_ACCEPTED,
     response_model=RecordOut,
-    responses=error_responses(401, 404, 413, 422),
 )
 def record(scope: Scoped, memory: MemoryDep, body: ConversationIn) -> dict[str, Any]:
     """Queue a conversation for a background update, as ``Memory.record`` does (send the
@@ -32,7 +30,7 @@ def record(scope: Scoped, memory: MemoryDep, body: ConversationIn) -> dict[str, 
     return {"queued": queued}
 
 
-@router.get("/search", response_model=SearchOut, responses=error_responses(401, 404, 422))
+@router.get("/search", response_model=SearchOut)
 def search(
     scope: Scoped,
     memory: MemoryDep,

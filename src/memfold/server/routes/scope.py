@@ -22,15 +22,13 @@ router = APIRouter(prefix="/users/{user_id}", tags=["memory"])
 FactIdPath = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS)]
 
 
-@router.get("/memory", responses=error_responses(401, 404, 422, 503))
+@router.get("/memory")
 def get_memory(scope: Scoped, memory: MemoryDep) -> dict[str, Any]:
     """The scope's whole document, as ``memfold export`` writes it."""
     return memory.export(**scope.kw)
 
 
-@router.delete(
-    "/memory", status_code=status.HTTP_204_NO_CONTENT, responses=error_responses(401, 404, 422)
-)
+@router.delete("/memory", status_code=status.HTTP_204_NO_CONTENT)
 def clear_memory(scope: Scoped, memory: MemoryDep) -> Response:
     """Forget everything in the scope; updates already queued or running are discarded."""
     memory.clear(**scope.kw)
@@ -41,7 +39,7 @@ def clear_memory(scope: Scoped, memory: MemoryDep) -> Response:
     "/facts",
     status_code=status.HTTP_201_CREATED,
     response_model=FactOut,
-    responses=error_responses(401, 404, 409, 413, 422),
+    responses=error_responses(409),
 )
 def add_fact(scope: Scoped, memory: MemoryDep, body: FactIn) -> dict[str, Any]:
     """Add a fact by hand (409 when the same content is stored, 422 when it is only a
@@ -55,9 +53,7 @@ def add_fact(scope: Scoped, memory: MemoryDep, body: FactIn) -> dict[str, Any]:
     return fact_to_dict(fact)
 
 
-@router.patch(
-    "/facts/{fact_id}", response_model=FactOut, responses=error_responses(401, 404, 409, 422)
-)
+@router.patch("/facts/{fact_id}", response_model=FactOut, responses=error_responses(409))
 def edit_fact(
     fact_id: FactIdPath, scope: Scoped, memory: MemoryDep, body: FactPatch
 ) -> dict[str, Any]:
@@ -77,7 +73,6 @@ def edit_fact(
 @router.delete(
     "/facts/{fact_id}",
     status_code=status.HTTP_204_NO_CONTENT,
-    responses=error_responses(401, 404, 422),
 )
 def delete_fact(fact_id: FactIdPath, scope: Scoped, memory: MemoryDep) -> Response:
     """Delete a fact (404 when it does not exist)."""
@@ -85,14 +80,14 @@ def delete_fact(fact_id: FactIdPath, scope: Scoped, memory: MemoryDep) -> Respon
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-@router.get("/export", responses=error_responses(401, 404, 422, 503))
+@router.get("/export")
 def export(scope: Scoped, memory: MemoryDep, response: Response) -> dict[str, Any]:
     """The scope's document as a file to save (``memfold import`` reads it back)."""
     response.headers["Content-Disposition"] = 'attachment; filename="memfold-export.json"'
     return memory.export(**scope.kw)
 
 
-@router.post("/import", responses=error_responses(400, 401, 404, 409, 413, 422))
+@router.post("/import", responses=error_responses(409))
 def import_document(
     scope: Scoped,
     memory: MemoryDep,

@@ -25,19 +25,19 @@ def healthz() -> dict[str, str]:
     return {"status": "ok", "version": __version__}
 
 
-@router.get("/me", response_model=Me, responses=error_responses(401))
+@router.get("/me", response_model=Me)
 def me(principal: Caller) -> dict[str, Any]:
     """Who the credentials of this request belong to: an admin, or one user."""
     return {"admin": principal.admin, "user_id": principal.user_id, "via": principal.via}
 
 
-@router.get("/status", responses=error_responses(401, 503))
+@router.get("/status")
 def status(memory: MemoryDep, principal: Caller) -> dict[str, Any]:
     """Queue counters of this replica and the LLM tokens its updates spent."""
     return {"extractor": memory.extractor_name, "queue": asdict(memory.status())}
 
 
-@router.get("/config", responses=error_responses(401, 403))
+@router.get("/config", responses=error_responses(403))
 def config(
     memory: MemoryDep, principal: Annotated[Principal, Depends(admin_only)]
 ) -> dict[str, Any]:
