@@ -66,12 +66,13 @@ class ServeProcess:
         self._env = {**os.environ, **(env or {})}
         self._timeout = startup_timeout
         self._log: IO[bytes] | None = None
+        self._printed = ""
         self.process: subprocess.Popen[bytes] | None = None
 
     def output(self) -> str:
-        """What the server printed so far."""
+        """What the server printed so far (all of it, once stopped)."""
         if self._log is None:
-            return ""
+            return self._printed
         self._log.flush()
         return Path(self._log.name).read_text(encoding="utf-8", errors="replace")
 
@@ -115,6 +116,7 @@ class ServeProcess:
                 process.kill()
                 code = process.wait()
         if self._log is not None:
+            self._printed = self.output()
             self._log.close()
             self._log = None
         return code

@@ -1,0 +1,103 @@
+"""``memfold serve`` and ``memfold api-key`` from the command line."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import pytest
+import yaml
+
+from memfold import Memory, MemoryConfig
+from memfold.cli import main
+from memfold.errors import ConfigError
+from memfold.server.cli import check_bind
+from memfold.server.keys import hash_key, parse_keys
+from memfold.server.testing import ServeProcess
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_serving_beyond_loopback_without_keys_is_refused(capsys, tmp_path, monkeypatch):
+    monkeypatch.delenv("MEMFOLD_API_KEYS", raising=False)
+    code, _, err = run(capsys, "--home", str(tmp_path), "serve", "--host", "0.0.0.0")
+    assert code == 2
+    assert "refusing to serve on 0.0.0.0 without API keys" in err
+    assert "memfold api-key --admin" in err
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
+def test_loopback_needs_no_keys(tmp_path, host):
+    check_bind(host, MemoryConfig.build(home=tmp_path, server={"api_keys_env": None}), 1)
+
+
+def test_keys_from_the_environment_allow_any_address(tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMFOLD_API_KEYS", "admin:" + "k" * 32)
+    check_bind("0.0.0.0", MemoryConfig.build(home=tmp_path), 1)
+
+
+def test_several_workers_on_an_in_process_store_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="storage=memory"):
+        check_bind("127.0.0.1", MemoryConfig.build(home=tmp_path, storage="memory"), 2)
+
+
+def test_api_key_prints_a_key_its_hash_entry_and_its_env_line(capsys):
+    code, out, _ = run(capsys, "api-key", "--user", "alice", "--name", "alice's phone")
+    assert code == 0
+    key = out.split("key: ", 1)[1].split()[0]
+    assert len(key) >= 40
+    yaml_part = out.split("memfold.yaml (the hash, safe to commit):\n", 1)[1].split("\n\n")[0]
+    server = MemoryConfig.build(**yaml.safe_load(yaml_part)).server
+    assert server.api_keys[0].sha256 == hash_key(key)
+    assert server.api_keys[0].user_id == "alice"
+    env_line = out.strip().splitlines()[-1]
+    assert parse_keys(env_line, "$X")[hash_key(key)].user_id == "alice"
+
+
+def test_api_key_needs_admin_or_a_user(capsys):
+    code, _, err = run(capsys, "api-key")
+    assert code == 2
+    assert "--admin or --user" in err
+
+
+def test_two_api_keys_differ(capsys):
+    first = run(capsys, "api-key", "--admin")[1].split()[1]
+    second = run(capsys, "api-key", "--admin")[1].split()[1]
+    assert first != second
+
+
+@pytest.mark.slow
+def test_a_live_server_drains_a_recorded_conversation_on_sigterm(tmp_path):
+    home = tmp_path / "home"
+    config = tmp_path / "memfold.yaml"
+    config.write_text(f"home: {home}\ndebounce_seconds: 600\nmax_wait_seconds: 600\n")
+    body = {
+        "thread_id": "t1",
+        "messages": [
+            {"role": "user", "content": "I live in Lisbon."},
+            {"role": "assistant", "content": "Noted."},
+        ],
+    }
+    with ServeProcess(config_file=config) as server:
+        request = urllib.request.Request(
+            f"{server.url}/api/v1/users/alice/conversations",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            assert answer.status == 202
+            assert json.loads(answer.read()) == {"queued": True}
+        code = server.stop()
+    assert code in (0, -15)  # uvicorn re-raises SIGTERM after its graceful shutdown
+    assert "Traceback" not in server.output()
+    with Memory(home=home, start_workers=False) as mem:
+        assert [f.content for f in mem.get(user_id="alice").facts] == ["Lives in Lisbon"]
