@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memfold.model import Fact, MemoryDocument, Scope
+from memfold.redact import cached_scrub, redact_document
 from memfold.tokens import TokenCounter, get_counter, valid_unicode
 
 if TYPE_CHECKING:
@@ -343,9 +344,14 @@ class ContextRenderer:
         guaranteed_categories: Sequence[str] = ("correction",),
         guaranteed_budget: int = 500,
         cache_size: int = 1024,
+        scrub: Callable[[str], str] | None = None,
     ) -> None:
-        """Raises:
-        ValueError: a budget is negative or ``cache_size`` is below 1.
+        """``scrub`` (a ``Redactor``, say) is applied to every fact and summary before a
+        block is rendered, so text stored before a redaction pattern existed, or imported,
+        is redacted in the prompt too; it runs on cache misses only, memoised per text.
+
+        Raises:
+            ValueError: a budget is negative or ``cache_size`` is below 1.
         """
         if max_tokens < 0 or guaranteed_budget < 0:
             raise ValueError(
@@ -360,6 +366,7 @@ class ContextRenderer:
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple[object, ...], str] = OrderedDict()
         self._lock = threading.Lock()
+        self._scrub = None if scrub is None else cached_scrub(scrub)
 
     @classmethod
     def from_config(
@@ -400,7 +407,7 @@ class ContextRenderer:
                 self._cache.move_to_end(key)
                 return found
         block = render(
-            document,
+            redact_document(document, self._scrub),  # security: redact at recall
             max_tokens=budget,
             counter=self.counter,
             guaranteed_categories=self.guaranteed_categories,

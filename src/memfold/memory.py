@@ -34,7 +34,13 @@ from memfold.model import (
 )
 from memfold.queue.base import Job, JobKey, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
-from memfold.redact import is_only_redaction, redact_messages, redactor_for
+from memfold.redact import (
+    is_only_redaction,
+    redact_document,
+    redact_fact,
+    redact_messages,
+    redactor_for,
+)
 from memfold.search import Embedder, Searcher, SearchHit, check_search_args, make_embedder
 from memfold.signals import detect
 from memfold.store.base import MemoryStore
@@ -98,6 +104,7 @@ class Memory:
             max_tokens=config.max_injection_tokens,
             guaranteed_categories=config.guaranteed_categories,
             guaranteed_budget=config.guaranteed_token_budget,
+            scrub=self._redactor,  # security: old or imported text is redacted at recall
         )
         if embedder is not None and not isinstance(embedder, Embedder):
             raise TypeError(
@@ -344,7 +351,13 @@ class Memory:
         document = self._store.load(scope)
         if not document.facts:
             return []
-        return self._searcher.search(scope, document.facts, query, limit=limit, category=category)
+        hits = self._searcher.search(scope, document.facts, query, limit=limit, category=category)
+        # security: results go to an agent's prompt like context(): redact at recall
+        return [
+            hit if (fact := redact_fact(hit.fact, self._redactor)) is hit.fact
+            else replace(hit, fact=fact)
+            for hit in hits
+        ]  # fmt: skip
 
     async def asearch(
         self,
@@ -363,9 +376,16 @@ class Memory:
             )
         )
 
-    def export(self, *, user_id: str | None = None, agent: str | None = None) -> dict[str, Any]:
-        """The scope's document as JSON-ready data."""
-        return document_to_dict(self.get(user_id=user_id, agent=agent))
+    def export(
+        self, *, user_id: str | None = None, agent: str | None = None, redact: bool = True
+    ) -> dict[str, Any]:
+        """The scope's document as JSON-ready data. Facts and summaries are redacted with
+        the configured redactor (text stored before a pattern existed, or imported);
+        ``redact=False`` gives the stored text as it is, for a backup."""
+        document = self.get(user_id=user_id, agent=agent)
+        if redact:
+            document = redact_document(document, self._redactor)  # security: at recall
+        return document_to_dict(document)
 
     # --- editing ------------------------------------------------------------------------
 
