@@ -18,6 +18,7 @@ import click
 from memfold.config import MemoryConfig
 from memfold.conversation import capture
 from memfold.errors import MemfoldError
+from memfold.eval.command import eval_group
 from memfold.memory import Memory
 from memfold.model import HISTORY_SECTIONS, USER_SECTIONS, MemoryDocument
 from memfold.server import cli as server_cli
@@ -410,6 +411,10 @@ def migrate(options: _Options, to: str, dsn: str | None, overwrite: bool) -> Non
 
 cli.add_command(server_cli.serve)
 cli.add_command(server_cli.api_key)
+
+# --- eval ---------------------------------------------------------------------------------
+
+cli.add_command(eval_group)  # memfold eval extraction CORPUS.jsonl (memfold.eval.command)
 
 
 def main(argv: list[str] | None = None) -> None:

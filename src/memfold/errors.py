@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "ConflictError",
+    "CorpusError",
     "CorruptMemoryError",
     "DuplicateFactError",
     "ExtractionError",
@@ -98,3 +99,14 @@ class DuplicateFactError(MemfoldError, ValueError):
         self.content = content
         self.existing_id = existing_id
         self.scope = scope
+
+
+class CorpusError(MemfoldError, ValueError):
+    """A labelled evaluation corpus cannot be read; the message names the line and the fix."""
+
+    def __init__(self, path: str, line: int | None, problem: str) -> None:
+        where = path if line is None else f"{path}, line {line}"
+        super().__init__(f"corpus {where}: {problem}")
+        self.path = path
+        self.line = line
+        self.problem = problem

@@ -86,6 +86,7 @@ POSITIVE = [
     ("I'm based in Berlin, Germany", "Based in Berlin, Germany", "context"),
     ("I moved to Lisbon last year", "Lives in Lisbon", "context"),
     ("I'm originally from Spain", "Comes from Spain", "context"),
+    ("I'm German", "Is German", "context"),
     ("我住在上海", "住在上海", "context"),
     ("我现在住在杭州，离公司很近", "住在杭州", "context"),
     ("我在上海工作", "在上海工作", "context"),
@@ -100,7 +101,7 @@ POSITIVE = [
     ("I use Postgres and FastAPI", "Uses Postgres and FastAPI", "knowledge"),
     ("I mostly use Python and dbt for the pipelines", "Uses Python and dbt", "knowledge"),
     ("I'm using Postgres 16 and Redis", "Uses Postgres 16 and Redis", "knowledge"),
-    ("we run Airflow on Kubernetes", "Team uses Airflow", "knowledge"),
+    ("we run Airflow on Kubernetes", "Team uses Airflow on Kubernetes", "knowledge"),
     (
         "Our stack is Python, dbt and Snowflake.",
         "Stack includes Python, dbt and Snowflake",
@@ -145,7 +146,11 @@ POSITIVE = [
     ("永远不要用表情符号", "希望永远不要用表情符号", "preference"),
     # projects and goals
     ("I'm working on a migration to Kubernetes", "Working on a migration to Kubernetes", "goal"),
-    ("I'm building a data platform for our team", "Building a data platform for our team", "goal"),
+    (
+        "I'm building a data platform for our team",
+        "Building a data platform for their team",
+        "goal",
+    ),
     ("I'm learning Japanese", "Learning Japanese", "goal"),
     ("My goal is to ship v2 by March", "Goal is to ship v2 by March", "goal"),
     ("I want to learn Spanish", "Wants to learn Spanish", "goal"),
@@ -186,7 +191,6 @@ NEGATIVE = [
     "I'm going to use Rust",
     "I'm Happy to help",
     "I'm sorry, that was my fault",
-    "I'm German",
     "call me later",
     "Never mind",
     "我叫你帮我改代码",
@@ -208,7 +212,6 @@ NEGATIVE = [
     # third parties
     "my sister lives in Paris",
     "My boss prefers short emails",
-    "My wife is a doctor",
     "我妈妈住在北京",
     "我妈妈是老师，住在北京",
     "我同事喜欢用 Vim",
@@ -407,7 +410,7 @@ CORRECTIONS = [
     (
         "A:You should use MySQL 8 for this. It is fast.",
         "No, I meant PostgreSQL 16.",
-        "Correction: I meant PostgreSQL 16",
+        "Correction: the user meant PostgreSQL 16",
         "You should use MySQL 8 for this",
     ),
     (
@@ -419,17 +422,17 @@ CORRECTIONS = [
     (
         "A:Sure! Here's the **plan**: deploy to production first.",
         "You misunderstood, I asked for the staging cluster",
-        "Correction: I asked for the staging cluster",
+        "Correction: the user asked for the staging cluster",
         "Here's the plan: deploy to production first",
     ),
     (
         "A:Spark 2.4 supports that.",
         "Actually, I said Spark 3.5",
-        "Correction: I said Spark 3.5",
+        "Correction: the user said Spark 3.5",
         "Spark 2.4 supports that",
     ),
     ("A:用 MySQL 吧。它很快。", "不对，是 PostgreSQL", "纠正：应该是PostgreSQL", "用 MySQL 吧"),
-    ("A:你用的是 Java。", "我说的是 Kotlin", "纠正：我说的是Kotlin", "你用的是 Java"),
+    ("A:你用的是 Java。", "我说的是 Kotlin", "纠正：用户说的是Kotlin", "你用的是 Java"),
     ("A:周二开会。", "错了，应该是周三", "纠正：应该是周三", "周二开会"),
     (
         "A:你应该用 MySQL。",
@@ -440,7 +443,7 @@ CORRECTIONS = [
     (
         "A:Use pandas for that.",
         "你理解错了，我要的是 Polars 版本",
-        "纠正：我要的是 Polars 版本",
+        "纠正：用户要的是 Polars 版本",
         "Use pandas for that",
     ),
 ]
@@ -482,7 +485,7 @@ def test_source_error_is_the_assistant_sentence_the_correction_talks_about(
     )
     user = "No, I meant the Postgres warehouse. We don't use MySQL at all."
     (fact,) = _facts(extractor, assistant, user)
-    assert fact.content == "Correction: I meant the Postgres warehouse"
+    assert fact.content == "Correction: the user meant the Postgres warehouse"
     assert fact.source_error == "Since you're on MySQL 8, add the column"
 
 
@@ -524,7 +527,7 @@ def test_correction_mid_message_needs_the_signal_hint(extractor: RuleExtractor) 
     turns = ("A:Use MySQL here.", "Thanks for the help. No, I meant Postgres though.")
     assert _facts(extractor, *turns) == []
     hinted = _facts(extractor, *turns, signals=Signals(correction=True))
-    assert [f.content for f in hinted] == ["Correction: I meant Postgres"]
+    assert [f.content for f in hinted] == ["Correction: the user meant Postgres"]
 
 
 def test_signal_hint_alone_creates_no_correction(extractor: RuleExtractor) -> None:
@@ -608,14 +611,7 @@ def test_manual_fact_is_never_removed(extractor: RuleExtractor) -> None:
     assert change.removals == ()
 
 
-# --- summaries ------------------------------------------------------------------------------
-
-
-def _summaries(extractor: RuleExtractor, *turns: str, document=None) -> dict[str, str]:
-    change = extractor.propose(_request(*turns, document=document)).change_set
-    for update in change.summaries:
-        assert (update.scope, update.durability) == ("user", "durable")
-    return {u.section: u.summary for u in change.summaries}
+# --- no summaries: the injected block says nothing twice ------------------------------------
 
 
 def _doc_with(**summaries: str):
@@ -624,67 +620,21 @@ def _doc_with(**summaries: str):
     return empty_document().with_changes(summaries=merged)
 
 
-def test_summaries_are_filled_per_section(extractor: RuleExtractor) -> None:
-    found = _summaries(
-        extractor,
-        "I'm Alice, a data engineer in Berlin. I use Python and dbt.",
-        "I'm working on a migration to Snowflake. I prefer concise answers.",
-    )
-    assert found == {
-        "workContext": "Is a data engineer; Uses Python and dbt; "
-        "Working on a migration to Snowflake",
-        "personalContext": "Name is Alice; Based in Berlin; Prefers concise answers",
-        "topOfMind": "Working on a migration to Snowflake",
-    }
+def test_rule_extractor_writes_facts_and_never_summaries(extractor: RuleExtractor) -> None:
+    change = extractor.propose(
+        _request(
+            "I'm Alice, a data engineer in Berlin. I use Python and dbt.",
+            "I'm working on a migration to Snowflake. I prefer concise answers.",
+            "我住在上海。我喜欢简洁的回答。",
+            document=_doc_with(workContext="Leads the analytics platform team"),
+        )
+    ).change_set
+    assert change.summaries == ()
+    assert "Is a data engineer" in {f.content for f in change.new_facts}
 
 
-def test_chinese_summary_uses_chinese_separator(extractor: RuleExtractor) -> None:
-    found = _summaries(extractor, "我叫王伟。我是一名产品经理，住在上海。我喜欢简洁的回答。")
-    assert found["personalContext"] == "名字叫王伟；住在上海；喜欢简洁的回答"
-    assert found["workContext"] == "职业是产品经理"
-
-
-def test_summary_merges_with_existing_text_without_losing_it(extractor: RuleExtractor) -> None:
-    doc = _doc_with(workContext="Leads the analytics platform team; Uses Airflow")
-    found = _summaries(extractor, "I work at Zalando", document=doc)
-    assert (
-        found["workContext"] == "Leads the analytics platform team; Uses Airflow; Works at Zalando"
-    )
-
-
-def test_summary_replaces_superseded_clause(extractor: RuleExtractor) -> None:
-    doc = _doc_with(personalContext="Name is Alice; Lives in Munich; Likes hiking")
-    found = _summaries(extractor, "I live in Berlin", document=doc)
-    assert found["personalContext"] == "Name is Alice; Likes hiking; Lives in Berlin"
-
-
-def test_summary_already_saying_it_is_not_updated(extractor: RuleExtractor) -> None:
-    doc = _doc_with(personalContext="Alice lives in Berlin. Likes hiking.")
-    assert _summaries(extractor, "I live in Berlin", document=doc) == {}
-
-
-def test_summary_is_not_emitted_without_relevant_statement(extractor: RuleExtractor) -> None:
-    assert _summaries(extractor, "always answer in Chinese", "thanks") == {}
-    assert _summaries(extractor, "A:I live in Rome.", "ok") == {}
-
-
-def test_summary_stays_under_300_characters_dropping_oldest_clauses(
-    extractor: RuleExtractor,
-) -> None:
-    old = "; ".join(f"Old clause number {i} about the user" for i in range(12))
-    doc = _doc_with(personalContext=old)
-    found = _summaries(extractor, "I live in Berlin", document=doc)
-    text = found["personalContext"]
-    assert len(text) <= 300
-    assert text.endswith("Lives in Berlin")
-    assert "Old clause number 11 about the user" in text
-    assert "Old clause number 0 about the user" not in text
-
-
-def test_summary_merge_is_idempotent(extractor: RuleExtractor) -> None:
-    first = _summaries(extractor, "I live in Berlin. I use Postgres.")
-    doc = _doc_with(**first)
-    assert _summaries(extractor, "I live in Berlin. I use Postgres.", document=doc) == {}
+def test_a_wife_is_a_fact_about_the_user_but_her_job_is_not(extractor: RuleExtractor) -> None:
+    assert _contents(extractor, "My wife is a doctor") == ["Has a wife"]
 
 
 # --- pattern files --------------------------------------------------------------------------
@@ -721,9 +671,7 @@ def test_user_pattern_file_extends_the_rules(tmp_path: Path) -> None:
         "personal",
         0.8,
     )
-    assert {u.section: u.summary for u in change.summaries} == {
-        "workContext": "On the Payments team"
-    }
+    assert change.summaries == ()  # 'section' is accepted for 0.1 files and ignored
     # built-in rules still apply, and the user's guard vetoes a sentence
     assert [f.content for f in _facts(extended, "I live in Berlin")] == ["Lives in Berlin"]
     assert _facts(extended, "just joking, I live in Berlin") == []
@@ -823,12 +771,13 @@ def _twenty_turns() -> ExtractionRequest:
     return _request(*turns)
 
 
-def test_twenty_turn_conversation_is_processed_well_under_5_ms(extractor: RuleExtractor) -> None:
+def test_twenty_turn_conversation_is_processed_well_under_20_ms(extractor: RuleExtractor) -> None:
+    # a guard on a shared machine; the figure itself comes from benchmarks/bench_rules.py
     request = _twenty_turns()
     assert len(request.messages) == 20
     extractor.propose(request)  # warm up
     best = min(_timed(extractor, request) for _ in range(20))
-    assert best < 0.005, f"best of 20 runs: {best * 1000:.2f} ms"
+    assert best < 0.020, f"best of 20 runs: {best * 1000:.2f} ms"
 
 
 def _timed(extractor: RuleExtractor, request: ExtractionRequest) -> float:
@@ -884,10 +833,10 @@ def test_example_conversations_give_a_sensible_memory(extractor: RuleExtractor) 
         "Name is Alice",
         "Is a data engineer",
         "Works at Zalando",
-        "Lives in Berlin",
+        "Correction: the user lives in Berlin, not Munich",
         "Prefers concise answers",
         "Wants the assistant to never use emojis",
-        "Working on a migration of our warehouse to Snowflake",
+        "Working on a migration of their warehouse to Snowflake",
         "Speaks German and English",
     ]:
         assert content in alice, content

@@ -41,11 +41,31 @@ CORRECTION_CONFIDENCE = 0.95
 CORRECTION = "correction"
 
 _FILE_KEYS = frozenset(
-    {"defines", "guards", "task_markers", "trim", "reject_values", "reject_leading_words", "rules"}
+    {
+        *("defines", "guards", "hedges", "past_markers", "sarcasm", "task_markers", "trim"),
+        *("reject_values", "reject_leading_words", "rules", "answers"),
+    }
 )
 _RULE_KEYS = frozenset(
-    {"id", "pattern", "category", "template", "section", "exclusive", "reject", "confidence"}
+    {
+        *("id", "pattern", "category", "template", "section", "exclusive", "reject"),
+        *("confidence", "stance", "conjugate", "fallback", "family", "question"),
+    }
 )
+_STANCES = {"positive": 1, "negative": -1}
+# A pattern that opens with one of these words cannot match text without it.
+_LEADING_WORD = re.compile(
+    r"(?:\\b|\^)(?P<word>I|my|we)(?![?\w])|(?P<zh><<ZH_SELF>>|\^?我)(?![?们])"
+)
+
+
+def _needed_word(pattern: str) -> str | None:
+    match = _LEADING_WORD.match(pattern)
+    if match is None:
+        return None
+    return match.group("word").casefold() if match.group("word") else "我"
+
+
 _MACRO = re.compile(r"<<([A-Za-z_][A-Za-z0-9_]*)>>")
 #: A ``{name}`` placeholder in a rule's template.
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -62,11 +82,17 @@ class Rule:
     regex: re.Pattern[str]
     category: str
     template: str
-    sections: tuple[str, ...]
     exclusive: str | None
     reject: frozenset[str]
     confidence: float
-    cjk: bool  # the pattern needs Chinese text; skipped on sentences without any
+    cjk: bool  # the pattern needs Chinese text; it reads Chinese clauses
+    stance: int = 0  # +1 / -1: "Likes X" and "Dislikes X" supersede each other
+    conjugate: bool = False  # the value opens with the user's verb: third person
+    fallback: bool = False  # only when no other rule found anything in the unit
+    family: bool = False  # also reads clauses about the user's family
+    question: bool = False  # also reads questions ("Could you keep answers short?")
+    #: a word every match contains ("i", "my", "我"): text without it is not searched
+    needs: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +101,18 @@ class RuleSet:
 
     rules: tuple[Rule, ...]
     guard: re.Pattern[str] | None
+    hedge: re.Pattern[str] | None
+    past_marker: re.Pattern[str] | None
+    sarcasm: re.Pattern[str] | None
     task_marker: re.Pattern[str] | None
     trims: tuple[re.Pattern[str], ...]
     reject_values: frozenset[str]
     reject_leading_words: frozenset[str]
     exclusive_forms: Mapping[str, re.Pattern[str]]
+    #: (form of a stance rule's facts with a ``value`` group, +1 or -1)
+    stance_forms: tuple[tuple[re.Pattern[str], int], ...]
+    #: (an assistant's question, the statement a short reply to it makes: "I live in {answer}")
+    answers: tuple[tuple[re.Pattern[str], str], ...] = ()
 
 
 # --- loading ---------------------------------------------------------------------------
@@ -91,11 +124,15 @@ class _Draft:
 
     defines: dict[str, str]
     guards: list[str]
+    hedges: list[str]
+    past_markers: list[str]
+    sarcasm: list[str]
     task_markers: list[str]
     trims: list[str]
     reject_values: set[str]
     reject_leading_words: set[str]
     rules: list[tuple[str, int, Mapping[str, Any]]]
+    answers: list[tuple[str, str]]
 
 
 def _fail(path: str, problem: str) -> ConfigError:
@@ -135,13 +172,31 @@ def _read_file(text: str, path: str, draft: _Draft) -> None:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise _fail(path, f"macro name {name!r} must be letters, digits and underscores")
     draft.defines.update(defines)
-    for key, target in (("guards", draft.guards), ("task_markers", draft.task_markers)):
+    for key, target in (
+        ("guards", draft.guards),
+        ("hedges", draft.hedges),
+        ("past_markers", draft.past_markers),
+        ("sarcasm", draft.sarcasm),
+        ("task_markers", draft.task_markers),
+    ):
         target.extend(f"{path}\0{p}" for p in _str_list(data, key, path))
     draft.trims.extend(f"{path}\0{p}" for p in _str_list(data, "trim", path))
     draft.reject_values.update(v.casefold() for v in _str_list(data, "reject_values", path))
     draft.reject_leading_words.update(
         v.casefold() for v in _str_list(data, "reject_leading_words", path)
     )
+    answers = data.get("answers", [])
+    if not isinstance(answers, list) or not all(
+        isinstance(a, dict)
+        and set(a) == {"question", "statement"}
+        and all(isinstance(v, str) for v in a.values())
+        and "{answer}" in a["statement"]
+        for a in answers
+    ):
+        raise _fail(
+            path, "'answers' must be a list of {question: regex, statement: '... {answer}'}"
+        )
+    draft.answers.extend((f"{path}\0{a['question']}", a["statement"]) for a in answers)
     rules = data.get("rules", [])
     if not isinstance(rules, list):
         raise _fail(path, "'rules' must be a list of mappings")
@@ -191,11 +246,15 @@ def _any_of(tagged: list[str], defines: Mapping[str, str], what: str) -> re.Patt
     return re.compile("|".join(f"(?:{c.pattern})" for c in compiled), re.IGNORECASE)
 
 
-def _template_form(template: str) -> str:
-    """A regex that matches any content the template can produce."""
+def _template_form(template: str, *, capture: bool = False) -> str:
+    """A regex that matches any content the template can produce (with ``capture``,
+    the ``{value}`` part in a group of that name)."""
     parts = PLACEHOLDER.split(template)
     # split() alternates literal text and placeholder names.
-    return "".join(re.escape(p) if i % 2 == 0 else ".+?" for i, p in enumerate(parts))
+    return "".join(
+        re.escape(p) if i % 2 == 0 else ("(?P<value>.+?)" if capture and p == "value" else ".+?")
+        for i, p in enumerate(parts)
+    )
 
 
 def _build_rule(path: str, index: int, raw: Mapping[str, Any], defines: Mapping[str, str]) -> Rule:
@@ -226,16 +285,29 @@ def _build_rule(path: str, index: int, raw: Mapping[str, Any], defines: Mapping[
             )
     if "{value}" not in template:
         raise _fail(path, f"{where}: template must contain {{value}}")
+    # 'section' (memfold 0.1: merge the fact into a summary) is accepted and ignored
     section = raw.get("section")
     sections = [section] if isinstance(section, str) else section
     if sections is None:
         sections = []
     if not isinstance(sections, list) or any(s not in USER_SECTIONS for s in sections):
         raise _fail(path, f"{where}: 'section' must be one of {list(USER_SECTIONS)} or a list")
+    stance = raw.get("stance")
+    if stance is not None and stance not in _STANCES:
+        raise _fail(path, f"{where}: 'stance' must be 'positive' or 'negative'")
+    if stance is not None and PLACEHOLDER.findall(template) != ["value"]:
+        raise _fail(path, f"{where}: a rule with a stance needs a template with only {{value}}")
+    flags = {}
+    for key in ("conjugate", "fallback", "family", "question"):
+        flag = raw.get(key, False)
+        if not isinstance(flag, bool):
+            raise _fail(path, f"{where}: '{key}' must be true or false")
+        flags[key] = flag
     exclusive = raw.get("exclusive")
     if exclusive is not None and (not isinstance(exclusive, str) or not exclusive):
         raise _fail(path, f"{where}: 'exclusive' must be a non-empty string (an attribute name)")
-    if exclusive and len(PLACEHOLDER.sub("", template).strip()) < 2:
+    literal = PLACEHOLDER.sub("", template).strip()
+    if exclusive and len(literal) < 2 and not CJK.search(literal):
         raise _fail(
             path, f"{where}: an exclusive rule's template needs literal text around {{value}}"
         )
@@ -251,11 +323,16 @@ def _build_rule(path: str, index: int, raw: Mapping[str, Any], defines: Mapping[
         regex=regex,
         category=category,
         template=template,
-        sections=tuple(sections),
         exclusive=exclusive,
         reject=frozenset(v.casefold() for v in reject),
         confidence=float(confidence),
         cjk=bool(CJK.search(raw["pattern"])),
+        stance=_STANCES.get(stance, 0) if stance is not None else 0,
+        conjugate=flags["conjugate"],
+        fallback=flags["fallback"],
+        family=flags["family"],
+        question=flags["question"],
+        needs=_needed_word(raw["pattern"]),
     )
 
 
@@ -263,6 +340,7 @@ def _build(draft: _Draft) -> RuleSet:
     rules: list[Rule] = []
     seen: dict[str, str] = {}
     forms: dict[str, list[str]] = {}
+    stance_forms: dict[str, int] = {}
     for path, index, raw in draft.rules:
         rule = _build_rule(path, index, raw, draft.defines)
         if rule.id in seen:
@@ -271,9 +349,14 @@ def _build(draft: _Draft) -> RuleSet:
         rules.append(rule)
         if rule.exclusive:
             forms.setdefault(rule.exclusive, []).append(_template_form(rule.template))
+        if rule.stance:
+            stance_forms.setdefault(_template_form(rule.template, capture=True), rule.stance)
     return RuleSet(
         rules=tuple(rules),
         guard=_any_of(draft.guards, draft.defines, "guard"),
+        hedge=_any_of(draft.hedges, draft.defines, "hedge"),
+        past_marker=_any_of(draft.past_markers, draft.defines, "past marker"),
+        sarcasm=_any_of(draft.sarcasm, draft.defines, "sarcasm marker"),
         task_marker=_any_of(draft.task_markers, draft.defines, "task marker"),
         trims=tuple(_compile(t, draft.defines, "trim") for t in draft.trims),
         reject_values=frozenset(draft.reject_values),
@@ -282,11 +365,18 @@ def _build(draft: _Draft) -> RuleSet:
             key: re.compile("|".join(f"(?:{f})" for f in sorted(set(fs))), re.IGNORECASE)
             for key, fs in forms.items()
         },
+        stance_forms=tuple(
+            (re.compile(form, re.IGNORECASE), sign) for form, sign in stance_forms.items()
+        ),
+        answers=tuple(
+            (_compile(question, draft.defines, "answer question"), statement)
+            for question, statement in draft.answers
+        ),
     )
 
 
 def _empty_draft() -> _Draft:
-    return _Draft({}, [], [], [], set(), set(), [])
+    return _Draft({}, [], [], [], [], [], [], set(), set(), [], [])
 
 
 @lru_cache(maxsize=1)

@@ -1,16 +1,24 @@
 """The offline extractor: explicit self-statements found by patterns, English and Chinese.
 
-``RuleExtractor`` reads only the user's messages (plus, for a correction, the assistant
-turn it corrects) and proposes a fact for every explicit statement a pattern recognises:
-"I live in Berlin" → ``Lives in Berlin``, "以后都用中文回答" → ``希望以后都用中文回答``. It
-is deterministic and cheap, so it is the default when no LLM is configured. Patterns
-live in YAML files (``memfold/data/rules/*.yaml``, loaded by ``_rule_files``); users add
-their own with ``RuleExtractor(extra_pattern_files=[...])``. The file format is described
-at the top of ``common.yaml``.
+``RuleExtractor`` reads only what the user said themselves (``_rule_text`` drops code,
+logs, pasted and quoted text, transcripts and role-play; plus, for a correction, the
+assistant turn it corrects) and proposes a fact for every explicit statement a pattern
+recognises: "I'm a beekeeper in Somerset" → ``Is a beekeeper``, ``Based in Somerset``;
+"我是做财务的" → ``是做财务的``. It is deterministic and cheap, so it is the default when no
+LLM is configured. It proposes facts only, never summaries, so the injected block says
+nothing twice. A new value of a single-valued attribute (home, employer, role, name…) or
+the opposite of a preference ("Likes X" / "Dislikes X", "Prefers short answers" /
+"Prefers detailed answers") replaces the old fact: the change set removes it with the new
+one as its replacement.
+
+Patterns live in YAML files (``memfold/data/rules/*.yaml``, loaded by ``_rule_files``);
+users add their own with ``RuleExtractor(extra_pattern_files=[...])``. The file format is
+described at the top of ``common.yaml``.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -25,21 +33,32 @@ from memfold.extract._rule_files import (
     builtin_rule_set,
     load_rules,
 )
+from memfold.extract._rule_text import (
+    MAX_HEAD_CHARS,
+    MAX_TAIL_CHARS,
+    capped,
+    carry_subject,
+    readable,
+    role_play,
+    sentences,
+    zh_clauses,
+)
+from memfold.extract._stance import answer_language, opposed, stance_key
+from memfold.extract._wording import as_user, conjugate, third_person
 from memfold.extract.base import (
     ChangeSet,
     Extraction,
     ExtractionRequest,
     FactRemoval,
     NewFact,
-    SummaryUpdate,
     Usage,
 )
-from memfold.model import USER_SECTIONS, MemoryDocument
+from memfold.model import Fact, MemoryDocument
 
 __all__ = ["RuleExtractor"]
 
-#: Longest summary the rule extractor writes; older clauses are dropped first.
-MAX_SUMMARY_CHARS = 300
+logger = logging.getLogger("memfold.extract.rules")
+
 #: Longest captured value kept in a fact; longer captures are not explicit statements.
 MAX_VALUE_CHARS = 120
 #: ``source_error`` is the first sentence of the corrected assistant turn, cut to this.
@@ -47,114 +66,60 @@ MAX_SOURCE_ERROR_CHARS = 200
 
 _LATIN = re.compile(r"[A-Za-z]")
 _HAS_WORD = re.compile(r"[^\W_]")
-
-# Text that never carries a statement by the user: uploads, code, quoted replies, quotes.
-_UPLOADS = re.compile(r"<uploaded_files>.*?(?:</uploaded_files>|\Z)", re.IGNORECASE | re.DOTALL)
-_FENCE = re.compile(r"(```|~~~).*?(?:\1|\Z)", re.DOTALL)
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
-_BLOCKQUOTE = re.compile(r"^\s*>.*$", re.MULTILINE)
-_QUOTED = re.compile(
-    r"\"[^\"\n]*\"|“[^”\n]*”|「[^」\n]*」|『[^』\n]*』|《[^》\n]*》|(?<![\w'])'[^'\n]+'(?![\w'])"
-)
-_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|[。！？!?；;]+|\n+")
-_MARKUP = re.compile(r"\*\*|__|^#+\s*|^\s*[-*]\s+", re.MULTILINE)
-_QUESTION_END = re.compile(r"[?？]")
-_QUESTION_NEXT = re.compile(r"\s*[?？]")
+_MARKUP = re.compile(r"\*\*|__|^#+ |^ ?[-*] ", re.MULTILINE)
+_QUESTION_NEXT = re.compile(r" ?[?？]")
 # Words a correction and the assistant sentence it corrects share ("MySQL", "Munich").
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#.'-]*[a-z0-9+#]")
 _COMMON_WORDS = frozenset(
-    [
-        "the",
-        "and",
-        "not",
-        "but",
-        "for",
-        "with",
-        "that",
-        "this",
-        "then",
-        "than",
-        "you",
-        "your",
-        "you're",
-        "i'm",
-        "it's",
-        "was",
-        "are",
-        "were",
-        "have",
-        "has",
-        "had",
-        "use",
-        "all",
-        "any",
-        "can",
-        "will",
-        "would",
-        "should",
-        "what",
-        "which",
-        "who",
-        "how",
-        "why",
-        "when",
-        "where",
-        "there",
-        "here",
-        "from",
-        "into",
-        "just",
-        "also",
-        "only",
-        "very",
-        "more",
-        "most",
-        "some",
-        "such",
-    ]
+    {
+        *("the", "and", "not", "but", "for", "with", "that", "this", "then", "than", "you"),
+        *("your", "you're", "i'm", "it's", "was", "are", "were", "have", "has", "had", "use"),
+        *("all", "any", "can", "will", "would", "should", "what", "which", "who", "how"),
+        *("why", "when", "where", "there", "here", "from", "into", "just", "also", "only"),
+        *("very", "more", "most", "some", "such"),
+    }
 )
 _SPACES = re.compile(r"\s+")
 # "I used to live in Paris, now I live in Berlin": the clause about now is read (and
-# guarded) on its own, so the past in the first clause neither leaks into nor vetoes it.
+# guarded) on its own, so the past in the first clause neither leaks into nor vetoes it
 _NOW_CLAUSE = re.compile(
-    r"\s*[,;，；]\s*(?:(?:but|and)\s+)?(?=(?:now|these days|nowadays|today|currently)\s*,?\s*I\b)"
-    r"|\s*[,;，；]\s*(?:但是?|不过|而)?(?=(?:现在|目前|如今)我)",
+    r" ?[,;] ?(?:(?:but|and) )?(?=(?:now|these days|nowadays|today|currently) ?,? ?I\b)",
     re.IGNORECASE,
 )
-_CLAUSE_SPLIT = re.compile(r"\s*(?:[;；。\n]|\.(?=\s|$))\s*")
+# (Chinese needs no such split: a past marker vetoes only its own clause.)
+# A correction may open the message or any clause of its first sentence ("I'm Sara, by
+# the way — it's Sara, not Sarah").
+_FIRST_SENTENCE_PIECES = re.compile(r" ?(?:,|—|–| - |;|，) ?")  # where a clause starts
 _EDGE_PUNCT = "\"'`*_ \t,.;:!?，。；：！？、…~～()（）[]【】"
+_TOKEN = re.compile(r"[a-z]+|我")
+# A reply this short may answer the assistant's last question ("Leeds", "护士").
+MAX_ANSWER_CHARS = 40
+MAX_ANSWER_WORDS = 5
+MAX_QUESTION_CHARS = 400
+_LAST_QUESTION = re.compile(r"[^.!?。！？\n]{3,200}[?？]\s*$")
+_QUESTION_END = re.compile(r"[?？]")
+_ARTICLE = re.compile(r"(?:an?|the|my) ", re.IGNORECASE)
+_NO_ANSWER = re.compile(
+    r"(?:no|nope|none|nothing|n/a|not really|yes|yeah|yep|ok|okay|sure|thanks|thank you|"
+    r"why|what|idk|i don't know|not sure|没有|无|不知道|好的|谢谢|是的|对|嗯|不用)[ ,.!]*",
+    re.IGNORECASE,
+)
+_PAIRS = (("(", ")"), ("（", "）"), ("“", "”"))
+_SARCASM_TAG = re.compile(r"(?:^|\s)/s(?:arcasm)?\s*$", re.IGNORECASE)
+# A clause whose subject is someone else yields nothing ("我老公是医生").
+_SKIPPED_SUBJECTS = frozenset({"other", "family"})
 
 
 @dataclass(frozen=True, slots=True)
 class _Hit:
     content: str
+    value: str
     rule: Rule
     source_error: str | None
     task: bool
 
 
-# --- text preparation ------------------------------------------------------------------
-
-
-def _without_code(text: str) -> str:
-    text = text.replace("’", "'").replace("‘", "'")
-    text = _UPLOADS.sub(" ", text)
-    text = _FENCE.sub("\n", text)
-    text = _INLINE_CODE.sub(" ", text)
-    return _BLOCKQUOTE.sub("", text)
-
-
-def _sentences(text: str) -> Iterator[tuple[str, bool]]:
-    """Split into (sentence, is_question); a '.' splits only before a space or the end."""
-    start = 0
-    for match in _SENTENCE_END.finditer(text):
-        piece = text[start : match.start()].strip()
-        if piece:
-            yield piece, bool(_QUESTION_END.search(match.group()))
-        start = match.end()
-    tail = text[start:].strip()
-    if tail:
-        yield tail, False
+# --- the assistant sentence a correction is about ---------------------------------------
 
 
 def _words(text: str) -> set[str]:
@@ -166,15 +131,12 @@ def _first_sentence(text: str, correction: str = "") -> str | None:
     word with the user's ``correction`` ("We don't use MySQL" → "Since you're on MySQL 8,
     …"), else its first informative sentence ("Sure!" is skipped)."""
     found: list[str] = []
-    sentences = [
-        _SPACES.sub(" ", sentence).strip()
-        for sentence, _ in _sentences(_MARKUP.sub("", _without_code(text)))
-    ]
+    said = [s.text for s in sentences(_MARKUP.sub("", readable(capped(text))), limit=None)]
     wanted = _words(correction)
-    shared = [s for s in sentences if wanted & _words(s)] if wanted else []
+    shared = [s for s in said if wanted & _words(s)] if wanted else []
     if shared:
         found.append(shared[0])
-    for short in () if shared else sentences:
+    for short in () if shared else said:
         if _HAS_WORD.search(short):
             found.append(short)
             if len(short) >= 12 or (CJK.search(short) and len(short) >= 5):
@@ -197,6 +159,10 @@ def _norm(text: str) -> str:
 class RuleExtractor:
     """Deterministic, offline extraction of explicit user statements (English, Chinese).
 
+    Each user message is read up to ``max_head_chars`` from its start and
+    ``max_tail_chars`` from its end (statements about oneself open or close a message;
+    the middle of a long one is pasted material).
+
     Raises (at construction):
         ConfigError: a pattern file cannot be read, is not valid YAML, or has a bad rule;
             the message names the file, the rule and the problem.
@@ -204,82 +170,207 @@ class RuleExtractor:
 
     name = "rules"
 
-    def __init__(self, extra_pattern_files: Sequence[str | Path] = ()) -> None:
+    def __init__(
+        self,
+        extra_pattern_files: Sequence[str | Path] = (),
+        *,
+        max_head_chars: int = MAX_HEAD_CHARS,
+        max_tail_chars: int = MAX_TAIL_CHARS,
+    ) -> None:
         if isinstance(extra_pattern_files, str | Path):
             raise TypeError("extra_pattern_files must be a sequence of paths, not one path")
+        if max_head_chars < 0 or max_tail_chars < 0:
+            raise ValueError("max_head_chars and max_tail_chars must be >= 0")
         self._rules = load_rules(extra_pattern_files) if extra_pattern_files else builtin_rule_set()
+        self._head = max_head_chars
+        self._tail = max_tail_chars
         self._correction_rules = tuple(r for r in self._rules.rules if r.category == CORRECTION)
-        self._statement_rules = tuple(r for r in self._rules.rules if r.category != CORRECTION)
+        statements = [r for r in self._rules.rules if r.category != CORRECTION]
+        self._latin_rules = tuple(r for r in statements if not r.cjk)
+        self._cjk_rules = tuple(r for r in statements if r.cjk)
+        self._question_rules = tuple(r for r in statements if r.question)
+        self._family_rules = tuple(r for r in self._cjk_rules if r.family)
 
     def propose(self, request: ExtractionRequest) -> Extraction:
-        """Facts and summaries for the explicit statements in the request's user messages."""
+        """Facts for the explicit statements in the request's user messages."""
         hits: list[_Hit] = []
         corrected: str | None = None
+        in_role_play = False
+        said = 0
         for message in request.messages:
             if message.role == "assistant":
                 corrected = message.content
             elif message.role == "user":
-                hits.extend(self._scan(message.content, corrected, request.signals.correction))
+                text = message.content
+                if len(text) > self._head + self._tail:
+                    logger.debug(
+                        "rules read %d of %d characters of a message (head and tail)",
+                        self._head + self._tail,
+                        len(text),
+                    )
+                plain = readable(capped(text, self._head, self._tail))
+                plain, in_role_play = role_play(plain, in_role_play)
+                if corrected and not in_role_play:
+                    plain = self._answer(corrected, plain)
+                hits.extend(self._scan(plain, corrected, request.signals.correction))
+                said += 1
+        if said and not hits:
+            logger.info(
+                "the rule extractor recognised no statement in %d user message(s) of thread "
+                "%s; it knows the statement shapes listed in the README (Extractors); "
+                "configure an llm for broader extraction",
+                said,
+                request.thread_id,
+            )
         return Extraction(_change_set(request.document, hits, self._rules), Usage())
 
     # -- scanning --
 
-    def _scan(self, text: str, corrected: str | None, hinted: bool) -> Iterator[_Hit]:
-        plain = _without_code(text)
-        yield from self._corrections(plain, corrected, hinted)
-        unquoted = _QUOTED.sub(" … ", plain)
-        for whole, question in _sentences(unquoted):
-            if question:
-                continue
-            for sentence in _NOW_CLAUSE.split(whole):
-                yield from self._statements(sentence)
+    def _answer(self, asked: str, reply: str) -> str:
+        """A short reply to the assistant's question about the user, as the statement it
+        makes ("Where are you based?" → "Leeds" → "I live in Leeds")."""
+        short = reply.strip().rstrip("。.!！")
+        if (
+            not short
+            or len(short) > MAX_ANSWER_CHARS
+            or len(short.split()) > MAX_ANSWER_WORDS
+            or _QUESTION_END.search(short)
+            or _NO_ANSWER.fullmatch(short)
+        ):
+            return reply
+        last = _LAST_QUESTION.search(readable(capped(asked))[-MAX_QUESTION_CHARS:])
+        if last is None:
+            return reply
+        for question, statement in self._rules.answers:
+            if question.search(last.group()):
+                if statement.endswith(" as {answer}") and not _ARTICLE.match(short):
+                    short = ("an " if short[:1].lower() in "aeiou" else "a ") + short
+                return statement.replace("{answer}", short)
+        return reply
 
-    def _statements(self, sentence: str) -> Iterator[_Hit]:
-        if self._rules.guard and self._rules.guard.search(sentence):
-            return
-        task = bool(self._rules.task_marker and self._rules.task_marker.search(sentence))
-        has_cjk = bool(CJK.search(sentence))
-        has_latin = bool(_LATIN.search(sentence))
-        found: list[tuple[int, _Hit]] = []
-        for rule in self._statement_rules:
-            if (rule.cjk and not has_cjk) or (not rule.cjk and not has_latin):
+    def _scan(self, plain: str, corrected: str | None, hinted: bool) -> Iterator[_Hit]:
+        if _SARCASM_TAG.search(plain):
+            return  # "… /s": the whole message is sarcastic
+        yield from self._corrections(plain, corrected, hinted)
+        sarcasm = self._rules.sarcasm
+        for sentence in sentences(plain):
+            if sarcasm and sarcasm.search(sentence.text):
                 continue
-            for match in rule.regex.finditer(sentence):
-                content = self._render(rule, match)
-                if content:
-                    found.append((match.start("value"), _Hit(content, rule, None, task)))
+            if sentence.question:
+                # standing requests asked as questions: "Could you keep answers short?"
+                yield from self._matches(self._question_rules, sentence.text, False)
+                if CJK.search(sentence.text):
+                    for clause in zh_clauses(sentence.text)[1:]:
+                        yield from self._matches(self._question_rules, clause.text, False)
+            if sentence.statement is None:
+                continue
+            for part in _NOW_CLAUSE.split(sentence.statement):
+                if part.strip():
+                    yield from self._read(part.strip())
+
+    def _vetoed(self, text: str) -> bool:
+        return bool(
+            (self._rules.guard and self._rules.guard.search(text))
+            or (self._rules.past_marker and self._rules.past_marker.search(text))
+        )
+
+    def _unhedged(self, text: str) -> str:
+        """``text`` up to the clause a hedge is in ("I get seasick, so whale watching is
+        probably out" → "I get seasick")."""
+        hedge = self._rules.hedge.search(text) if self._rules.hedge else None
+        if hedge is None:
+            return text
+        cut = max(text.rfind(mark, 0, hedge.start()) for mark in (",", ";", " — ", "，", "；"))
+        return text[: max(cut, 0)]
+
+    def _read(self, part: str) -> Iterator[_Hit]:
+        task = bool(self._rules.task_marker and self._rules.task_marker.search(part))
+        english = self._unhedged(part)
+        if _LATIN.search(english) and not self._vetoed(english):
+            yield from self._matches(self._latin_rules, carry_subject(english), task)
+        if not CJK.search(part):
+            return
+        guard = self._rules.guard
+        hedge = self._rules.hedge
+        past = self._rules.past_marker
+        for clause in zh_clauses(part):
+            if (guard and guard.search(clause.text)) or (hedge and hedge.search(clause.text)):
+                break  # a hypothetical, a guess or reported speech runs to the sentence end
+            if past and past.search(clause.text):
+                continue
+            if clause.subject == "family":
+                yield from self._matches(self._family_rules, clause.text, task)
+            elif clause.subject not in _SKIPPED_SUBJECTS:
+                yield from self._matches(self._cjk_rules, clause.text, task)
+
+    def _matches(self, rules: Sequence[Rule], text: str, task: bool) -> list[_Hit]:
+        found: list[tuple[int, _Hit]] = []
+        words = set(_TOKEN.findall(text.casefold()))
+        if "im" in words:
+            words.add("i")  # "Im a teacher"
+        for rule in rules:
+            if rule.needs is not None and rule.needs not in words:
+                continue
+            for match in rule.regex.finditer(text):
+                rendered = self._render(rule, match)
+                if rendered:
+                    content, value = rendered
+                    found.append((match.start("value"), _Hit(content, value, rule, None, task)))
+        if any(not hit.rule.fallback for _, hit in found):
+            found = [item for item in found if not item[1].rule.fallback]
         # in the order they were said, so the later of two roles in a sentence wins
         found.sort(key=lambda item: item[0])
-        for _, hit in found:
-            yield hit
+        return [hit for _, hit in found]
 
     def _corrections(self, plain: str, corrected: str | None, hinted: bool) -> Iterator[_Hit]:
-        # A correction opens the message; with the capture-time hint, any sentence may.
+        # A correction opens the message (or a clause of its first sentence); with the
+        # capture-time hint, any sentence may.
+        said = list(sentences(plain))
         starts = [plain.lstrip()]
+        if said:
+            first = said[0].text
+            starts.extend(first[m.end() :] for m in _FIRST_SENTENCE_PIECES.finditer(first))
         if hinted:
-            starts.extend(s for s, question in _sentences(plain) if not question)
+            starts.extend(s.text for s in said if not s.question)
         for start in starts:
             for rule in self._correction_rules:
                 match = rule.regex.match(start)
                 # "不对吧，这么贵？" asks; it does not correct.
                 if match and not _QUESTION_NEXT.match(start, match.end()):
-                    content = self._render(rule, match)
-                    if content:
+                    rendered = self._render(rule, match)
+                    if rendered:
                         source_error = _first_sentence(corrected, plain) if corrected else None
-                        yield _Hit(content, rule, source_error, False)
+                        yield _Hit(rendered[0], rendered[1], rule, source_error, False)
                         return
 
     def _clean(self, value: str) -> str:
-        value = _SPACES.sub(" ", value).strip(_EDGE_PUNCT)
+        raw = value = _SPACES.sub(" ", value).strip()
+        value = value.strip(_EDGE_PUNCT)
         for _ in range(3):
             before = value
             for trim in self._rules.trims:
                 value = trim.sub("", value).strip(_EDGE_PUNCT)
             if value == before:
                 break
-        return value
+        return _closed(raw, value)
 
-    def _render(self, rule: Rule, match: re.Match[str]) -> str | None:
+    def _rejected(self, rule: Rule, value: str) -> bool:
+        if not value or len(value) > MAX_VALUE_CHARS or not _HAS_WORD.search(value):
+            return True
+        folded = value.casefold()
+        if folded in rule.reject or folded in self._rules.reject_values:
+            return True
+        if rule.category == CORRECTION:
+            return False  # "it's Sara, not Sarah" opens with a pronoun
+        leading = self._rules.reject_leading_words
+        if folded.split(" ", 1)[0] in leading:
+            return True
+        return bool(CJK.match(folded)) and any(
+            folded.startswith(word) for word in leading if CJK.match(word)
+        )
+
+    def _render(self, rule: Rule, match: re.Match[str]) -> tuple[str, str] | None:
+        """(fact content, cleaned value), or None when the value is not a statement."""
         value = self._clean(match.group("value") or "")
         # Capitalised only because it opened the sentence ("Answer briefly from now on").
         if (
@@ -290,41 +381,79 @@ class RuleExtractor:
             and value[1:2].islower()
         ):
             value = value[0].lower() + value[1:]
-        if not value or len(value) > MAX_VALUE_CHARS or not _HAS_WORD.search(value):
+        if self._rejected(rule, value):
             return None
-        folded = value.casefold()
-        if folded in rule.reject or folded in self._rules.reject_values:
-            return None
-        first_word = folded.split(" ", 1)[0]
-        if first_word in self._rules.reject_leading_words:
-            return None
+        if rule.conjugate:
+            value = conjugate(value)
 
         def fill(placeholder: re.Match[str]) -> str:
             name = placeholder.group(1)
             return value if name == "value" else self._clean(match.group(name) or "")
 
         content = _SPACES.sub(" ", PLACEHOLDER.sub(fill, rule.template)).strip()
+        content = as_user(content) if rule.category == CORRECTION else third_person(content)
+        content = _closed(content, content.strip(_EDGE_PUNCT + "，"))
         if content[:1].isascii() and content[:1].islower():
             content = content[0].upper() + content[1:]
-        return content
+        return content, value
+
+
+def _closed(raw: str, stripped: str) -> str:
+    """``stripped`` with the closing quote or bracket stripping took from an object it
+    opens: "Has two kids (7 and 10)", 'Dislikes it when answers start with "Great"'."""
+    for opening, closing in _PAIRS:
+        if raw.rstrip().endswith(closing) and stripped.count(opening) > stripped.count(closing):
+            return stripped + closing
+    if raw.rstrip().endswith('"') and stripped.count('"') % 2:
+        return stripped + '"'
+    return stripped
 
 
 # --- change set ------------------------------------------------------------------------
 
 
 def _select(hits: Iterable[_Hit]) -> list[_Hit]:
-    """Drop repeats; for an exclusive attribute (name, location…) the last statement wins."""
+    """Drop repeats; for an exclusive attribute (name, location…) and for opposite
+    preferences the last statement wins."""
     chosen: list[_Hit] = []
     seen: set[str] = set()
     for hit in hits:
         key = _norm(hit.content)
         if key in seen:
+            # the same fact twice: the later rule (a user's file over a built-in) wins
+            chosen = [hit if _norm(h.content) == key else h for h in chosen]
             continue
         seen.add(key)
-        if hit.rule.exclusive and not hit.task:
-            chosen = [h for h in chosen if h.task or h.rule.exclusive != hit.rule.exclusive]
+        if not hit.task:
+            chosen = [h for h in chosen if h.task or not _supersedes(hit, h)]
         chosen.append(hit)
     return chosen
+
+
+def _supersedes(new: _Hit, old: _Hit) -> bool:
+    if new.rule.exclusive and new.rule.exclusive == old.rule.exclusive:
+        return True
+    if new.rule.stance and old.rule.stance:
+        return opposed(
+            stance_key(new.value, new.rule.stance), stance_key(old.value, old.rule.stance)
+        )
+    language = answer_language(new.content)
+    return language is not None and answer_language(old.content) not in (None, language)
+
+
+def _replaces(hit: _Hit, fact: Fact, rules: RuleSet) -> bool:
+    """Whether the new statement ``hit`` makes the stored ``fact`` untrue."""
+    content = fact.content.strip()
+    if hit.rule.exclusive and rules.exclusive_forms[hit.rule.exclusive].fullmatch(content):
+        return True
+    if hit.rule.stance:
+        new = stance_key(hit.value, hit.rule.stance)
+        for form, sign in rules.stance_forms:
+            match = form.fullmatch(content)
+            if match and opposed(new, stance_key(match.group("value"), sign)):
+                return True
+    language = answer_language(hit.content)
+    return language is not None and answer_language(content) not in (None, language)
 
 
 def _change_set(document: MemoryDocument, hits: Iterable[_Hit], rules: RuleSet) -> ChangeSet:
@@ -333,8 +462,18 @@ def _change_set(document: MemoryDocument, hits: Iterable[_Hit], rules: RuleSet) 
     new_facts: list[NewFact] = []
     removals: list[FactRemoval] = []
     removed: set[str] = set()
+    # "No, I live in Berlin, not Munich" is one correction, not also "Lives in Berlin":
+    # the statement a correction holds is not stored twice, but it still replaces the
+    # old value (with the correction as the replacement).
+    corrections: list[tuple[str, int | None]] = []
     for hit in chosen:
-        if _norm(hit.content) not in existing:
+        key = _norm(hit.content)
+        holder = next((index for text, index in corrections if key in text), False)
+        index: int | None = None
+        if holder is not False:
+            index = holder
+        elif key not in existing:
+            index = len(new_facts)
             new_facts.append(
                 NewFact(
                     content=hit.content,
@@ -345,67 +484,19 @@ def _change_set(document: MemoryDocument, hits: Iterable[_Hit], rules: RuleSet) 
                     durability="temporary" if hit.task else "durable",
                 )
             )
-        if hit.task or not hit.rule.exclusive:
+        if hit.rule.category == CORRECTION:
+            corrections.append((key, index))
+        if hit.task:
             continue
-        form = rules.exclusive_forms[hit.rule.exclusive]
         for fact in document.facts:
             if (
                 fact.id not in removed
                 and not fact.is_manual
-                and _norm(fact.content) != _norm(hit.content)
-                and form.fullmatch(fact.content.strip())
+                and _norm(fact.content) != key
+                and _replaces(hit, fact, rules)
             ):
                 removed.add(fact.id)
-                replaced = len(new_facts) - 1 if _norm(hit.content) not in existing else None
                 removals.append(
-                    FactRemoval(
-                        fact.id, reason=f"superseded by: {hit.content}", replaced_by=replaced
-                    )
+                    FactRemoval(fact.id, reason=f"superseded by: {hit.content}", replaced_by=index)
                 )
-    return ChangeSet(
-        summaries=_summaries(document, [h for h in chosen if not h.task], rules),
-        new_facts=tuple(new_facts),
-        removals=tuple(removals),
-    )
-
-
-def _summaries(
-    document: MemoryDocument, hits: Sequence[_Hit], rules: RuleSet
-) -> tuple[SummaryUpdate, ...]:
-    updates: list[SummaryUpdate] = []
-    for section in USER_SECTIONS:
-        clauses = [h for h in hits if section in h.rule.sections]
-        if not clauses:
-            continue
-        current = document.summary(section)
-        merged = _merge_summary(current, clauses, rules)
-        if merged != current.strip():
-            updates.append(SummaryUpdate(section=section, summary=merged))
-    return tuple(updates)
-
-
-def _merge_summary(current: str, hits: Sequence[_Hit], rules: RuleSet) -> str:
-    """Existing clauses plus the new ones: superseded clauses replaced, repeats skipped,
-    the oldest clauses dropped when the text would pass ``MAX_SUMMARY_CHARS``."""
-    clauses = [c.strip(" .") for c in _CLAUSE_SPLIT.split(current) if c.strip(" .")]
-    changed = False
-    for hit in hits:
-        new = _norm(hit.content)
-        if hit.rule.exclusive:
-            form = rules.exclusive_forms[hit.rule.exclusive]
-            kept = [c for c in clauses if _norm(c) == new or not form.fullmatch(c)]
-            changed = changed or len(kept) != len(clauses)
-            clauses = kept
-        if any(new in _norm(c) for c in clauses):
-            continue
-        clauses.append(hit.content)
-        changed = True
-    if not changed:
-        return current.strip()
-    joiner = "；" if not any(_LATIN.search(c) for c in clauses) else "; "
-    while len(clauses) > 1 and len(joiner.join(clauses)) > MAX_SUMMARY_CHARS:
-        clauses.pop(0)
-    text = joiner.join(clauses)
-    if len(text) > MAX_SUMMARY_CHARS:
-        text = text[: MAX_SUMMARY_CHARS - 1].rstrip() + "…"
-    return text
+    return ChangeSet(new_facts=tuple(new_facts), removals=tuple(removals))
