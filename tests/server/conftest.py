@@ -55,22 +55,24 @@ def app(mem):
     return create_app(mem)
 
 
+def _client(app: Any, key: str) -> Iterator[TestClient]:
+    with TestClient(app, headers=bearer(key)) as client:
+        yield client
+
+
 @pytest.fixture
 def admin(app) -> Iterator[TestClient]:
-    with TestClient(app, headers=bearer(ADMIN_KEY)) as client:
-        yield client
+    yield from _client(app, ADMIN_KEY)
 
 
 @pytest.fixture
 def alice(app) -> Iterator[TestClient]:
-    with TestClient(app, headers=bearer(ALICE_KEY)) as client:
-        yield client
+    yield from _client(app, ALICE_KEY)
 
 
 @pytest.fixture
 def bob(app) -> Iterator[TestClient]:
-    with TestClient(app, headers=bearer(BOB_KEY)) as client:
-        yield client
+    yield from _client(app, BOB_KEY)
 
 
 @pytest.fixture

@@ -248,3 +248,29 @@ def test_a_user_key_sees_nothing_of_other_users_outside_user_paths(alice, mem):
 def test_the_default_user_is_not_reachable_with_a_user_key(alice, mem):
     mem.add_fact("Likes jazz")
     assert alice.get(f"{API}/users/~/memory").status_code == 404
+
+
+def test_a_raw_asgi_request_resolves_like_a_route(tmp_path):
+    from memfold.server.auth import scope_principal
+
+    config = MemoryConfig.build(
+        home=tmp_path, server={"api_keys": [{"sha256": hash_key(ALICE_KEY), "user_id": "alice"}]}
+    )
+    auth = Authenticator(config.server, env={})
+    scope = {
+        "type": "http",
+        "headers": [(b"authorization", f"Bearer {ALICE_KEY}".encode())],
+        "client": ("127.0.0.1", 5000),
+    }
+    assert scope_principal(auth, scope).user_id == "alice"
+    with pytest.raises(Exception, match="Bearer"):
+        scope_principal(auth, {"type": "http", "headers": [], "client": None})
+
+
+def test_no_key_can_be_bound_to_the_default_users_path(tmp_path):
+    with pytest.raises(ConfigError, match="default user"):
+        parse_keys("user:~:" + "k" * 30, "$KEYS")
+    with pytest.raises(ConfigError, match="default user"):
+        MemoryConfig.build(
+            home=tmp_path, server={"api_keys": [{"sha256": hash_key(ADMIN_KEY), "user_id": "~"}]}
+        )

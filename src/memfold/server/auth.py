@@ -14,9 +14,11 @@ from __future__ import annotations
 import ipaddress
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
+from typing import Any
 
+from starlette.datastructures import Headers
 from starlette.requests import Request
 
 from memfold.config import ServerConfig
@@ -28,6 +30,7 @@ __all__ = [
     "Authenticator",
     "Principal",
     "request_principal",
+    "scope_principal",
 ]
 
 logger = logging.getLogger("memfold.server")
@@ -153,6 +156,17 @@ def _read_key_file(path: Path) -> str:
     if mode & 0o077:
         logger.warning("%s is readable by other users; chmod 600 it (it holds API keys)", path)
     return text
+
+
+def scope_principal(auth: Authenticator, scope: MutableMapping[str, Any]) -> Principal:
+    """The caller of a raw ASGI request (``scope["type"] == "http"``), for sub-apps such as
+    an MCP transport that are not FastAPI routes.
+
+    Raises:
+        AuthError: no valid credentials.
+    """
+    client = scope.get("client")
+    return auth.resolve(Headers(scope=scope), client[0] if client else None)
 
 
 def request_principal(request: Request) -> Principal:

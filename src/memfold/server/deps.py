@@ -14,6 +14,7 @@ from fastapi import Depends, Path, Query, Request
 from memfold.memory import Memory
 from memfold.server.auth import AuthError, Principal, request_principal
 from memfold.server.errors import ApiError
+from memfold.server.keys import DEFAULT_USER_PATH
 from memfold.server.schemas import MAX_ID_CHARS
 from memfold.server.state import ServerState
 
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 #: ``{user_id}`` of the default user (``user_id=None`` in Python).
-DEFAULT_USER = "~"
+DEFAULT_USER = DEFAULT_USER_PATH
 
 
 def server_state(request: Request) -> ServerState:

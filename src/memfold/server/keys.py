@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 from memfold.errors import ConfigError
 
-__all__ = ["MIN_KEY_CHARS", "Principal", "hash_key", "new_key", "parse_keys"]
+__all__ = ["DEFAULT_USER_PATH", "MIN_KEY_CHARS", "Principal", "hash_key", "new_key", "parse_keys"]
 
 #: Keys shorter than this are refused: a key must be a long random string.
 MIN_KEY_CHARS = 20
+#: ``{user_id}`` of the default user in URLs; no key can be bound to it.
+DEFAULT_USER_PATH = "~"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +63,10 @@ def parse_keys(text: str, where: str) -> dict[str, Principal]:
         user_id, _, key = rest.rpartition(":")
         if kind == "admin" and ":" not in rest:
             user_id, key = "", rest
-        elif kind != "user" or not user_id:
+        elif kind != "user" or not user_id or user_id == DEFAULT_USER_PATH:
             raise ConfigError(
-                f"{where}: entry {number} is neither admin:KEY nor user:USER_ID:KEY",
+                f"{where}: entry {number} is neither admin:KEY nor user:USER_ID:KEY "
+                f"(USER_ID may not be {DEFAULT_USER_PATH!r}, the default user's path)",
                 key="server.api_keys",
             )
         if len(key) < MIN_KEY_CHARS:
