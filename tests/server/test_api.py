@@ -257,3 +257,20 @@ def test_config_masks_the_database_password(tmp_path):
         text = client.get(f"{API}/config").text
     assert "s3cretpass" not in text
     assert "db.internal" in text
+
+
+def test_the_page_and_its_files_are_served_locally_with_a_strict_policy(open_client):
+    import re
+
+    page = open_client.get("/")
+    assert page.status_code == 200
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    references = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert references
+    for reference in references:
+        assert reference.startswith("/static/"), reference
+        assert open_client.get(reference).status_code == 200
+    script = open_client.get("/static/app.js").text
+    assert "innerHTML" not in script  # memory text goes in with textContent only
+    assert "http://" not in script
+    assert "https://" not in script
