@@ -362,7 +362,10 @@ def test_contradiction_replaces_old_fact_with_exactly_the_new_one() -> None:
     )
     result = run(base, change_set)
     assert contents(result.document) == ["Lives in Shanghai"]
-    assert [c.kind for c in result.changes] == ["removed", "added"]
+    assert [c.kind for c in result.changes] == ["superseded", "added"]
+    superseded, added = result.changes
+    assert superseded.replaced_by == added.fact_id
+    assert added.replaces == ("fact_00000001",)
 
 
 def test_replaying_the_same_change_set_changes_nothing() -> None:

@@ -144,3 +144,21 @@ def test_cli_migrate_errors_are_one_line_with_status_2(
     code, _, err = _run(capsys, "--home", home, "migrate", "--to", "sqlite")
     assert code == 2
     assert "already is this sqlite store" in err
+
+
+def test_a_copied_scope_brings_its_change_history(tmp_path: Path) -> None:
+    from memfold.history import ChangeEvent
+
+    source = JsonFileStore(tmp_path / "json")
+    doc = MemoryDocument()
+    for n in range(3):
+        event = ChangeEvent("added", "2026-01-01T00:00:00Z", "manual", fact_id=f"f{n}")
+        doc = source.commit(Scope("alice"), doc, expected_revision=doc.revision, events=(event,))
+    target = SqliteStore(tmp_path / "m.sqlite3")
+    assert migrate(source, target).copied == [Scope("alice")]
+    copied = target.history(Scope("alice"))
+    assert [e.fact_id for e in copied] == ["f2", "f1", "f0"]
+    assert {e.revision for e in copied} == {target.load(Scope("alice")).revision}
+    assert migrate(source, target).identical == [Scope("alice")]
+    assert len(target.history(Scope("alice"))) == 3
+    target.close()

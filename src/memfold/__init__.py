@@ -7,7 +7,9 @@ with Memory(MemoryConfig(home="./.memfold")) as mem:
     prompt = mem.context(user_id="alice")
 """
 
+from memfold._audit import ErasureReport
 from memfold.config import EmbeddingsConfig, LLMConfig, MemoryConfig
+from memfold.context_report import ContextItem, ContextReport
 from memfold.errors import (
     ConfigError,
     ConflictError,
@@ -18,6 +20,7 @@ from memfold.errors import (
     MemfoldError,
     StorageError,
 )
+from memfold.history import ChangeEvent, FactProvenance, FactRef
 from memfold.memory import Memory
 from memfold.model import Fact, MemoryDocument, Scope, Summary
 from memfold.queue.base import QueueStatus
@@ -27,16 +30,22 @@ from memfold.updater import UpdateResult
 __version__ = "0.1.0"
 
 __all__ = [
+    "ChangeEvent",
     "ConfigError",
     "ConflictError",
+    "ContextItem",
+    "ContextReport",
     "CorruptMemoryError",
     "DuplicateFactError",
     "Embedder",
     "EmbeddingError",
     "EmbeddingsConfig",
+    "ErasureReport",
     "ExtractionError",
     "Fact",
     "FactNotFoundError",
+    "FactProvenance",
+    "FactRef",
     "LLMConfig",
     "MemfoldError",
     "Memory",

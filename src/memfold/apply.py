@@ -5,7 +5,10 @@ the business rules of DESIGN.md rules 6-7: one bad item never sinks the others, 
 are guarded (clean parse, manual facts only on a correction, never losing a fact whose
 replacement failed), new facts are thresholded, scrubbed and de-duplicated, and the fact
 cap never trims a fact added in the same update in favour of an equally trusted old one.
-A person's edits (``add_fact``, ``edit_fact``, ``delete_fact``) live in ``memfold.edits``.
+A removal with a replacement *supersedes* the old fact (a ``superseded`` change linked to
+its successor, which the history keeps). Whatever leaves memory leaves the summaries too
+(``memfold.forgetting``: rebuilt, or held out of injection until rewritten). A person's
+edits (``add_fact``, ``edit_fact``, ``delete_fact``) live in ``memfold.edits``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from memfold._facts import (
     unique_id,
 )
 from memfold.extract.base import ChangeSet, FactRemoval, NewFact, SummaryUpdate
+from memfold.forgetting import Gone, SummaryChange, forget, release
 from memfold.model import SUMMARY_SECTIONS, Fact, MemoryDocument, Signals, Summary
 from memfold.redact import is_only_redaction
 
@@ -41,7 +45,9 @@ __all__ = [
     "dedup_key",
 ]
 
-ChangeKind = Literal["added", "removed", "updated", "evicted", "summary_changed", "skipped"]
+ChangeKind = Literal[
+    "added", "removed", "superseded", "updated", "evicted", "summary_changed", "skipped"
+]
 
 
 @dataclass(frozen=True)
@@ -73,13 +79,24 @@ class ApplyContext:
 
 @dataclass(frozen=True)
 class Change:
-    """One thing ``apply`` did (or declined to do, ``kind="skipped"``), for logs and counts."""
+    """One thing ``apply`` did (or declined to do, ``kind="skipped"``), for logs, counts
+    and the change history.
+
+    ``content`` is the fact's content (the old one for a removal) or the section's new
+    text; ``before`` the section's text before a summary change. A ``superseded`` fact
+    names its successor in ``replaced_by``; an ``added`` fact lists in ``replaces`` the
+    facts it superseded.
+    """
 
     kind: ChangeKind
     fact_id: str | None
     section: str | None
     content: str
     reason: str
+    before: str | None = None
+    category: str | None = None
+    replaced_by: str | None = None
+    replaces: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,7 +178,9 @@ def _apply_summaries(
         if current.summary.strip() == text:
             continue
         summaries[section] = replace(current, summary=text, updated_at=now_iso)
-        changes.append(Change("summary_changed", None, section, text, "summary replaced"))
+        changes.append(
+            Change("summary_changed", None, section, text, "summary replaced", current.summary)
+        )
     return summaries, changes
 
 
@@ -307,31 +326,57 @@ def apply(document: MemoryDocument, change_set: ChangeSet, context: ApplyContext
 
     changes: list[Change] = [*summary_changes]
     kept: list[Fact] = []
+    gone: list[Gone] = []
+    successors: dict[str, list[str]] = {}
     for fact in current:
         if fact.id in removed:
             request = requests[fact.id]
             why = request.reason or "removed by the extractor"
-            if request.replaced_by is not None:
-                why += f" (replaced by {outcome[request.replaced_by]})"
-            changes.append(Change("removed", fact.id, None, fact.content, why))
+            if request.replaced_by is None:
+                changes.append(Change("removed", fact.id, None, fact.content, why, fact.content))
+                gone.append(Gone(fact.id, fact.content))
+                continue
+            successor = outcome[request.replaced_by]
+            heir = new_facts.get(successor) or next(f for f in current if f.id == successor)
+            successors.setdefault(successor, []).append(fact.id)
+            changes.append(
+                Change(
+                    "superseded", fact.id, None, fact.content, f"{why} (replaced by {successor})",
+                    fact.content, fact.category, replaced_by=successor,
+                )
+            )  # fmt: skip
+            gone.append(Gone(fact.id, fact.content, heir.content))
         elif fact.id in evicted:
             changes.append(
                 Change(
-                    "evicted", fact.id, None, fact.content, f"over max_facts={context.max_facts}"
+                    "evicted", fact.id, None, fact.content,
+                    f"over max_facts={context.max_facts}", fact.content, fact.category,
                 )
-            )
+            )  # fmt: skip
+            gone.append(Gone(fact.id, fact.content))
         else:
             if fact.id in raised:
                 changes.append(
                     Change(
                         "updated", fact.id, None, fact.content,
                         f"confidence raised to {fact.confidence:.2f} by a duplicate",
+                        fact.content, fact.category,
                     )
                 )  # fmt: skip
             kept.append(fact)
     for fact in new_facts.values():
         kept.append(fact)
-        changes.append(Change("added", fact.id, None, fact.content, fact.category))
+        changes.append(
+            Change(
+                "added", fact.id, None, fact.content, fact.category, category=fact.category,
+                replaces=tuple(successors.get(fact.id, ())),
+            )
+        )  # fmt: skip
+    summaries, released = release(
+        summaries, [c.section for c in summary_changes if c.section], kept
+    )
+    summaries, forgotten = forget(summaries, gone, now_iso=now_iso)
+    changes.extend(_summary_change(c) for c in (*released, *forgotten))
     changes.extend(skipped)
 
     result = ApplyResult(document, tuple(changes))
@@ -339,6 +384,12 @@ def apply(document: MemoryDocument, change_set: ChangeSet, context: ApplyContext
         return result
     updated = document.with_changes(summaries=summaries, facts=kept, last_updated=now_iso)
     return ApplyResult(updated, tuple(changes))
+
+
+def _summary_change(change: SummaryChange) -> Change:
+    return Change(
+        "summary_changed", None, change.section, change.after, change.reason, change.before
+    )
 
 
 def _removal_requests(

@@ -15,24 +15,19 @@ from typing import Any, NoReturn, TypedDict
 
 import click
 
+from memfold import _cli_commands as _audit_commands
 from memfold.config import MemoryConfig
 from memfold.conversation import capture
 from memfold.errors import MemfoldError
 from memfold.eval.command import eval_group
+from memfold.inject import SECTION_LABELS
 from memfold.memory import Memory
 from memfold.model import HISTORY_SECTIONS, USER_SECTIONS, MemoryDocument
 from memfold.server import cli as server_cli
 
 __all__ = ["main"]
 
-_SECTION_TITLES = {
-    "workContext": "Work",
-    "personalContext": "Personal",
-    "topOfMind": "Current focus",
-    "recentMonths": "Recent months",
-    "earlierContext": "Earlier context",
-    "longTermBackground": "Long-term background",
-}
+_SECTION_TITLES = SECTION_LABELS
 
 
 class _ScopeArgs(TypedDict):
@@ -187,10 +182,18 @@ def ingest(options: _Options, file: Path) -> None:
 @cli.command()
 @click.option("--max-tokens", type=click.IntRange(min=50), help="Budget for the block.")
 @click.option("--query", help="The user's message: inject the facts relevant to it first.")
+@click.option("--explain", is_flag=True, help="What is included or dropped, and why (a table).")
+@click.option("--json", "as_json", is_flag=True, help="With --explain: the report as JSON.")
 @click.pass_obj
-def context(options: _Options, max_tokens: int | None, query: str | None) -> None:
+def context(
+    options: _Options, max_tokens: int | None, query: str | None, explain: bool, as_json: bool
+) -> None:
     """Print the memory block memfold would inject into the system prompt."""
     with options.memory() as mem:
+        if explain or as_json:
+            report = mem.explain_context(**options.scope, max_tokens=max_tokens, query=query)
+            _audit_commands.print_report(report, as_json=as_json)
+            return
         block = mem.context(**options.scope, max_tokens=max_tokens, query=query)
     click.echo(block if block else "(memory is empty)")
 
@@ -411,6 +414,8 @@ def migrate(options: _Options, to: str, dsn: str | None, overwrite: bool) -> Non
 
 cli.add_command(server_cli.serve)
 cli.add_command(server_cli.api_key)
+
+_audit_commands.register(cli, _Options)
 
 # --- eval ---------------------------------------------------------------------------------
 

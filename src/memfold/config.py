@@ -173,6 +173,10 @@ class MemoryConfig(BaseModel):
     #: ``memfold serve`` (issue 18): API keys, trusted proxy header, body limits.
     server: ServerConfig = ServerConfig()
 
+    # --- change history (issue 13) ---
+    #: Change events kept per scope, oldest dropped first; 0 keeps no history.
+    max_history_events: int = Field(default=1000, ge=0, le=1_000_000)
+
     @field_validator("storage", "queue")
     @classmethod
     def _known_backend(cls, value: str) -> str:

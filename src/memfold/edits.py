@@ -1,9 +1,11 @@
-"""A person's edits to a memory document: add, edit and delete facts by hand.
+"""A person's edits to a memory document: add, edit and delete facts, set a summary.
 
 Pure like ``apply``: no IO, no clock (``now`` is passed in). These are the rules behind
-``Memory.add_fact``/``edit_fact``/``delete_fact``. A fact a person adds or edits is manual
-(``source = MANUAL_SOURCE``): a person vouched for it, so ``apply`` removes it only on an
-explicit correction and the cap evicts it last.
+``Memory.add_fact``/``edit_fact``/``delete_fact``/``set_summary``. A fact a person adds or
+edits is manual (``source = MANUAL_SOURCE``): a person vouched for it, so ``apply`` removes
+it only on an explicit correction and the cap evicts it last. A fact's old content that
+an edit, a deletion or an eviction removes also leaves the summaries
+(``memfold.forgetting``).
 """
 
 from __future__ import annotations
@@ -25,9 +27,18 @@ from memfold._facts import (
     unique_id,
 )
 from memfold.errors import DuplicateFactError, FactNotFoundError
-from memfold.model import MANUAL_SOURCE, Fact, MemoryDocument
+from memfold.forgetting import Gone, forget, without_hold
+from memfold.model import MANUAL_SOURCE, SUMMARY_SECTIONS, Fact, MemoryDocument, Summary
 
-__all__ = ["ORIGINAL_SOURCE_KEY", "add_fact", "delete_fact", "edit_fact"]
+__all__ = [
+    "ORIGINAL_SOURCE_KEY",
+    "SECTION_ALIASES",
+    "add_fact",
+    "delete_fact",
+    "edit_fact",
+    "section_name",
+    "set_summary",
+]
 
 #: Key in ``Fact.extra`` (and so in the stored fact) that keeps the source an automatic
 #: fact had before a person edited it and made it manual.
@@ -106,7 +117,9 @@ def add_fact(
         source=MANUAL_SOURCE,
     )
     facts = [f for f in document.facts if f.id not in evicted] + [fact]
-    return document.with_changes(facts=facts, last_updated=now_iso), fact
+    gone = [Gone(f.id, f.content) for f in document.facts if f.id in evicted]
+    summaries, _ = forget(document.summaries, gone, now_iso=now_iso)
+    return document.with_changes(facts=facts, summaries=summaries, last_updated=now_iso), fact
 
 
 def edit_fact(
@@ -157,7 +170,10 @@ def edit_fact(
         extra=extra,
     )
     facts = [new if f.id == fact_id else f for f in document.facts]
-    return document.with_changes(facts=facts, last_updated=now_iso), new
+    summaries = document.summaries
+    if new_content != old.content:
+        summaries, _ = forget(summaries, [Gone(fact_id, old.content, new_content)], now_iso=now_iso)
+    return document.with_changes(facts=facts, summaries=summaries, last_updated=now_iso), new
 
 
 def delete_fact(
@@ -175,10 +191,68 @@ def delete_fact(
         FactNotFoundError: no fact has this id.
         ValueError: ``now`` is naive.
     """
-    if document.fact(fact_id) is None:
+    old = document.fact(fact_id)
+    if old is None:
         raise FactNotFoundError(fact_id, scope)
+    if now is not None:
+        check_aware(now)
     facts = [f for f in document.facts if f.id != fact_id]
-    if now is None:
-        return document.with_changes(facts=facts)
+    stamp = iso(now) if now is not None else document.last_updated
+    summaries, _ = forget(document.summaries, [Gone(fact_id, old.content)], now_iso=stamp)
+    return document.with_changes(facts=facts, summaries=summaries, last_updated=stamp)
+
+
+#: Short names people type for the six sections (``memfold summary edit work``).
+SECTION_ALIASES: dict[str, str] = {
+    "work": "workContext",
+    "personal": "personalContext",
+    "focus": "topOfMind",
+    "current": "topOfMind",
+    "recent": "recentMonths",
+    "earlier": "earlierContext",
+    "background": "longTermBackground",
+}
+
+
+def section_name(section: object) -> str:
+    """The stored name of a summary section, from it or a short alias (case-insensitive).
+
+    Raises:
+        ValueError: not a section; the message lists the names.
+    """
+    if isinstance(section, str):
+        wanted = section.strip()
+        for name in SUMMARY_SECTIONS:
+            if wanted.casefold() == name.casefold():
+                return name
+        alias = SECTION_ALIASES.get(wanted.casefold())
+        if alias is not None:
+            return alias
+    names = ", ".join(SUMMARY_SECTIONS)
+    aliases = ", ".join(f"{short} ({name})" for short, name in SECTION_ALIASES.items())
+    raise ValueError(f"section={section!r}: not a summary section; use one of {names} or {aliases}")
+
+
+def set_summary(
+    document: MemoryDocument, section: str, text: str, *, now: datetime
+) -> MemoryDocument:
+    """Replace one summary's text by hand ("" empties it); lifts a hold-out.
+
+    Returns the document unchanged when the text and hold-out state are the same.
+
+    Raises:
+        ValueError: an unknown section, text that is not a string, or a naive ``now``.
+    """
     check_aware(now)
-    return document.with_changes(facts=facts, last_updated=iso(now))
+    name = section_name(section)
+    if not isinstance(text, str):
+        raise ValueError(f"text={text!r}: a summary is a string ('' empties the section)")
+    clean = text.strip()
+    current = document.summaries.get(name)
+    base = current if current is not None else Summary()
+    if current is not None and current.summary == clean and without_hold(current) is current:
+        return document
+    now_iso = iso(now)
+    summary = replace(without_hold(base), summary=clean, updated_at=now_iso)
+    summaries = {**document.summaries, name: summary}
+    return document.with_changes(summaries=summaries, last_updated=now_iso)

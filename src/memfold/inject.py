@@ -22,9 +22,11 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from memfold.context_report import FactDecision, RenderPlan, SummaryDecision
+from memfold.forgetting import held_out
 from memfold.model import Fact, MemoryDocument, Scope
 from memfold.redact import cached_scrub, redact_document
 from memfold.tokens import TokenCounter, get_counter, valid_unicode
@@ -32,7 +34,18 @@ from memfold.tokens import TokenCounter, get_counter, valid_unicode
 if TYPE_CHECKING:
     from memfold.config import MemoryConfig
 
-__all__ = ["CLOSE_TAG", "OPEN_TAG", "ContextRenderer", "escape", "render"]
+__all__ = [
+    "CLOSE_TAG",
+    "OPEN_TAG",
+    "SECTION_LABELS",
+    "ContextRenderer",
+    "FactDecision",
+    "RenderPlan",
+    "SummaryDecision",
+    "escape",
+    "plan",
+    "render",
+]
 
 OPEN_TAG = "<user_memory>"
 CLOSE_TAG = "</user_memory>"
@@ -55,6 +68,8 @@ _GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ),
     ),
 )
+#: The label each summary section has in the block (``workContext`` → ``Work``).
+SECTION_LABELS: dict[str, str] = {key: label for _, group in _GROUPS for key, label in group}
 _FACTS_HEADER = "Facts:\n"
 _PARTIAL_ENTITY = re.compile(r"&[a-z]*$")
 
@@ -139,23 +154,36 @@ class _Settings:
 class _FactPicker:
     """Facts in priority order and which of them are taken so far."""
 
+    facts: list[Fact]
     guaranteed: list[bool]
     lines: list[str]
     costs: list[int]
     taken: list[bool]
+    empty: list[Fact]
+    pool_full: list[bool]
+    from_pool: list[bool]
     used: int = 0
 
     @classmethod
     def of(cls, facts: Sequence[Fact], settings: _Settings, count: Count) -> _FactPicker:
         guaranteed = settings.guaranteed
+        kept: list[Fact] = []
         flags: list[bool] = []
         lines: list[str] = []
+        empty: list[Fact] = []
         for fact in _ordered(facts, settings.relevance):
             line = _fact_line(fact.content, fact.category, fact.confidence, fact.source_error)
             if line:
+                kept.append(fact)
                 flags.append(fact.category.lower() in guaranteed)
                 lines.append(line)
-        return cls(flags, lines, [count(line) for line in lines], [False] * len(lines))
+            else:
+                empty.append(fact)
+        none = [False] * len(lines)
+        return cls(
+            kept, flags, lines, [count(line) for line in lines], list(none), empty,
+            list(none), list(none),
+        )  # fmt: skip
 
     def take(self, limit: int, *, guaranteed_only: bool) -> None:
         """Take facts by priority while ``used`` stays within ``limit``; a fact that does
@@ -165,7 +193,10 @@ class _FactPicker:
                 continue
             if self.used + cost <= limit:
                 self.taken[index] = True
+                self.from_pool[index] = guaranteed_only
                 self.used += cost
+            elif guaranteed_only:
+                self.pool_full[index] = True
 
     def rendered(self) -> list[str]:
         """The facts section, guaranteed facts first, or [] when nothing was taken."""
@@ -175,6 +206,18 @@ class _FactPicker:
         first = [line for g, line, t in picked if t and g]
         rest = [line for g, line, t in picked if t and not g]
         return [_FACTS_HEADER, *first, *rest]
+
+    def decisions(self) -> tuple[FactDecision, ...]:
+        out: list[FactDecision] = []
+        for index, fact in enumerate(self.facts):
+            taken = self.taken[index]
+            if taken:
+                reason = "guaranteed" if self.from_pool[index] else "fits"
+            else:
+                reason = "guaranteed_pool_full" if self.pool_full[index] else "budget"
+            out.append(FactDecision(fact, taken, reason, self.costs[index], self.guaranteed[index]))
+        out.extend(FactDecision(fact, False, "empty", 0, False) for fact in self.empty)
+        return tuple(out)
 
 
 def _cut_line(prefix: str, text: str, limit: int, count: Count, truncate: Truncate) -> str | None:
@@ -194,15 +237,24 @@ def _cut_line(prefix: str, text: str, limit: int, count: Count, truncate: Trunca
 
 def _select_summaries(
     document: MemoryDocument, budget: int, count: Count, truncate: Truncate
-) -> tuple[list[str], int]:
-    """Summary lines in canonical order; whole lines first, then one cut line in the rest."""
-    entries: list[tuple[int, str, str, str]] = []  # group, prefix, text, full line
+) -> tuple[list[str], int, list[SummaryDecision]]:
+    """Summary lines in canonical order; whole lines first, then one cut line in the rest.
+
+    A held-out section (see ``memfold.forgetting``) is never injected."""
+    entries: list[tuple[int, str, str, str, str]] = []  # group, prefix, text, full line, key
+    decisions: dict[str, SummaryDecision] = {}
     for group, (_, sections) in enumerate(_GROUPS):
         for key, label in sections:
-            text = escape(document.summary(key))
-            if text:
+            raw = document.summary(key)
+            text = escape(raw)
+            summary = document.summaries.get(key)
+            hold = None if summary is None or not text else held_out(summary)
+            if hold is not None:
+                detail = "mentions removed " + ", ".join(repr(r) for r in hold.removed)
+                decisions[key] = SummaryDecision(key, raw, False, "held_out", 0, detail)
+            elif text:
                 prefix = f"- {label}: "
-                entries.append((group, prefix, text, f"{prefix}{text}\n"))
+                entries.append((group, prefix, text, f"{prefix}{text}\n", key))
     headers = [count(header) for header, _ in _GROUPS]
     chosen: dict[int, str] = {}
     opened: set[int] = set()
@@ -213,7 +265,7 @@ def _select_summaries(
         return line_cost + (0 if group in opened else headers[group])
 
     skipped: list[int] = []
-    for index, (group, _, _, line) in enumerate(entries):
+    for index, (group, _, _, line, _) in enumerate(entries):
         cost = need(index, count(line))
         if cost <= room:
             chosen[index] = line
@@ -222,7 +274,7 @@ def _select_summaries(
         else:
             skipped.append(index)
     for index in skipped:
-        group, prefix, text, _ = entries[index]
+        group, prefix, text, _, _ = entries[index]
         header_cost = need(index, 0)
         cut = _cut_line(prefix, text, room - header_cost, count, truncate)
         if cut is not None:
@@ -234,7 +286,15 @@ def _select_summaries(
         if group in opened:
             out.append(header)
             out.extend(chosen[i] for i in sorted(chosen) if entries[i][0] == group)
-    return out, budget - room
+    for index, (_, _, _, line, key) in enumerate(entries):
+        raw = document.summary(key)
+        if index not in chosen:
+            decisions[key] = SummaryDecision(key, raw, False, "budget", count(line))
+        else:
+            reason = "fits" if chosen[index] == line else "truncated"
+            decisions[key] = SummaryDecision(key, raw, True, reason, count(chosen[index]))
+    ordered = [decisions[k] for _, sections in _GROUPS for k, _ in sections if k in decisions]
+    return out, budget - room, ordered
 
 
 def _plan(
@@ -245,8 +305,9 @@ def _plan(
     head: list[str],
     count: Count,
     truncate: Truncate,
-) -> tuple[str, int]:
-    """Assemble a block whose lines sum to at most ``budget`` tokens; return it and that sum.
+) -> tuple[str, int, _FactPicker, list[SummaryDecision], int]:
+    """Assemble a block whose lines sum to at most ``budget`` tokens; return it, that sum,
+    the fact picker and summary decisions behind it, and what the guaranteed pool used.
 
     Priority: the wrapper, guaranteed facts within their own budget, the summaries (cut
     only when they alone overflow what is left), then the other facts in what remains.
@@ -262,19 +323,81 @@ def _plan(
     """
     fixed = sum(count(line) for line in head) + count(CLOSE_TAG)
     room = budget - fixed
-    if room <= 0:
-        return "", 0
-    header_cost = count(_FACTS_HEADER)
     facts = _FactPicker.of(document.facts, settings, count)
+    if room <= 0:
+        _, _, dropped = _select_summaries(document, 0, count, truncate)
+        return "", 0, facts, dropped, 0
+    header_cost = count(_FACTS_HEADER)
     facts.take(min(settings.guaranteed_budget, room - header_cost), guaranteed_only=True)
+    pool_used = facts.used
     reserved = facts.used + header_cost if any(facts.taken) else 0
-    summary_lines, summary_cost = _select_summaries(document, room - reserved, count, truncate)
+    summary_lines, summary_cost, summaries = _select_summaries(
+        document, room - reserved, count, truncate
+    )
     facts.take(room - summary_cost - header_cost, guaranteed_only=False)
     fact_lines = facts.rendered()
     if not fact_lines and not summary_lines:
-        return "", 0
+        return "", 0, facts, summaries, pool_used
     planned = fixed + summary_cost + (facts.used + header_cost if fact_lines else 0)
-    return "".join([*head, *summary_lines, *fact_lines, CLOSE_TAG]), planned
+    block = "".join([*head, *summary_lines, *fact_lines, CLOSE_TAG])
+    return block, planned, facts, summaries, pool_used
+
+
+def plan(
+    document: MemoryDocument,
+    *,
+    max_tokens: int,
+    counter: Count | TokenCounter,
+    guaranteed_categories: Sequence[str] = ("correction",),
+    guaranteed_budget: int = 500,
+    today: datetime.date | None = None,
+    relevance: Sequence[str] = (),
+) -> RenderPlan:
+    """The injection block for ``document`` within ``max_tokens`` (wrapper included),
+    with the decision taken for every fact and summary section (see ``render``).
+
+    Raises:
+        ValueError: ``max_tokens`` or ``guaranteed_budget`` is negative.
+    """
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens={max_tokens}: must be 0 or more")
+    if guaranteed_budget < 0:
+        raise ValueError(f"guaranteed_budget={guaranteed_budget}: must be 0 or more")
+    count, truncate = _tools(counter)
+    settings = _Settings(
+        frozenset(c.lower() for c in guaranteed_categories), guaranteed_budget, tuple(relevance)
+    )
+    head = [f"{OPEN_TAG}\n"]
+    if today is not None:
+        head.append(f"Current date: {today.isoformat()}\n")
+    # For an exact TokenCounter the planned sum is the block's count (see ``_plan``), so
+    # the whole block is not encoded again; any other counter is checked on the result.
+    additive = isinstance(counter, TokenCounter)
+    budget = max_tokens
+    while True:
+        block, planned, facts, summaries, pool_used = _plan(
+            document,
+            budget=max(budget, 0),
+            settings=settings,
+            head=head,
+            count=count,
+            truncate=truncate,
+        )
+        total = planned if additive or not block else count(block)
+        if not block or total <= max_tokens:
+            break
+        # Only a counter whose counts do not add up gets here: plan again, smaller; at a
+        # budget of 0 nothing fits, which ends the loop.
+        budget -= total - max_tokens
+    return RenderPlan(
+        text=block,
+        tokens=total if block else 0,
+        budget=max_tokens,
+        facts=facts.decisions(),
+        summaries=tuple(summaries),
+        guaranteed_budget=guaranteed_budget,
+        guaranteed_used=pool_used,
+    )
 
 
 def render(
@@ -296,44 +419,27 @@ def render(
     Raises:
         ValueError: ``max_tokens`` or ``guaranteed_budget`` is negative.
     """
-    if max_tokens < 0:
-        raise ValueError(f"max_tokens={max_tokens}: must be 0 or more")
-    if guaranteed_budget < 0:
-        raise ValueError(f"guaranteed_budget={guaranteed_budget}: must be 0 or more")
-    if document.is_empty:
+    if document.is_empty and max_tokens >= 0 and guaranteed_budget >= 0:
         return ""
-    count, truncate = _tools(counter)
-    settings = _Settings(
-        frozenset(c.lower() for c in guaranteed_categories), guaranteed_budget, tuple(relevance)
-    )
-    head = [f"{OPEN_TAG}\n"]
-    if today is not None:
-        head.append(f"Current date: {today.isoformat()}\n")
-    # For an exact TokenCounter the planned sum is the block's count (see ``_plan``), so
-    # the whole block is not encoded again; any other counter is checked on the result.
-    additive = isinstance(counter, TokenCounter)
-    budget = max_tokens
-    while budget > 0:
-        block, planned = _plan(
-            document, budget=budget, settings=settings, head=head, count=count, truncate=truncate
-        )
-        if not block:
-            return ""
-        total = planned if additive else count(block)
-        if total <= max_tokens:
-            return block
-        # Only a counter whose counts do not add up gets here: plan again, smaller.
-        budget -= total - max_tokens
-    return ""
+    return plan(
+        document,
+        max_tokens=max_tokens,
+        counter=counter,
+        guaranteed_categories=guaranteed_categories,
+        guaranteed_budget=guaranteed_budget,
+        today=today,
+        relevance=relevance,
+    ).text
 
 
 class ContextRenderer:
     """``render`` with fixed settings and a bounded, thread-safe cache of finished blocks.
 
-    A block is cached under (scope, revision, generation, max_tokens, today, relevance): a
-    committed revision never changes, so the cache needs no invalidation. Keying on the
-    relevance order rather than on the query lets two messages that match the same facts
-    share one block.
+    A block is cached under (scope, revision, generation, lastUpdated, max_tokens, today,
+    relevance): a committed revision never changes, so the cache needs no invalidation;
+    only an erased user (whose revisions start again from 0) is dropped, by
+    :meth:`forget_user`. Keying on the relevance order rather than on the query lets two
+    messages that match the same facts share one block.
     """
 
     def __init__(
@@ -400,7 +506,8 @@ class ContextRenderer:
         """
         budget = self.max_tokens if max_tokens is None else max_tokens
         order = tuple(relevance)
-        key = (scope, document.revision, document.generation, budget, today, order)
+        key: tuple[object, ...] = (scope, document.revision, document.generation)
+        key += (document.last_updated, budget, today, order)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
@@ -421,6 +528,41 @@ class ContextRenderer:
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return block
+
+    def explain(
+        self,
+        document: MemoryDocument,
+        *,
+        max_tokens: int | None = None,
+        today: datetime.date | None = None,
+        relevance: Sequence[str] = (),
+    ) -> RenderPlan:
+        """The plan behind the block :meth:`render` returns for ``document`` (not cached,
+        redacted at recall the same way, what a held-out section mentions included).
+
+        Raises:
+            ValueError: ``max_tokens`` is negative.
+        """
+        planned = plan(
+            redact_document(document, self._scrub),  # security: redact at recall
+            max_tokens=self.max_tokens if max_tokens is None else max_tokens,
+            counter=self.counter,
+            guaranteed_categories=self.guaranteed_categories,
+            guaranteed_budget=self.guaranteed_budget,
+            today=today,
+            relevance=relevance,
+        )
+        scrub = self._scrub
+        if scrub is None or not any(s.detail for s in planned.summaries):
+            return planned
+        summaries = tuple(replace(s, detail=scrub(s.detail)) for s in planned.summaries)
+        return replace(planned, summaries=summaries)
+
+    def forget_user(self, user_id: str | None) -> None:
+        """Drop every cached block of ``user_id``'s scopes."""
+        with self._lock:
+            for key in [k for k in self._cache if getattr(k[0], "user_id", object()) == user_id]:
+                del self._cache[key]
 
     def cache_len(self) -> int:
         """How many blocks the cache holds now (never more than ``cache_size``)."""

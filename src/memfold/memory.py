@@ -18,7 +18,9 @@ from datetime import UTC, date, datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from memfold import edits
+from memfold import _events, edits
+from memfold._audit import AuditMixin, Describe
+from memfold._facts import iso
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
 from memfold.errors import MemfoldError
@@ -55,11 +57,13 @@ logger = logging.getLogger("memfold")
 _T = TypeVar("_T")
 
 
-class Memory:
+class Memory(AuditMixin):
     """Long-term memory of users for one agent application.
 
     ``Memory(MemoryConfig(home="./.memfold"))`` or ``Memory.from_file("memfold.yaml")``.
     A context manager: leaving it drains pending updates within the shutdown budget.
+    Reading the history, explaining facts and the injected block, editing summaries and
+    erasing users are in :class:`memfold._audit.AuditMixin`.
     """
 
     def __init__(
@@ -122,12 +126,16 @@ class Memory:
             confidence_threshold=config.fact_confidence_threshold,
             now=self._now,
             redactor=self._redactor,  # security: redacts turns and new/changed items
+            record_history=self._history_store() is not None,
         )
         self._queue: UpdateQueue | None = None
         self._lock = threading.Lock()
         self._usage = Usage()
         # (key, first-record time) of jobs that were running when their scope was cleared
         self._fenced: set[tuple[JobKey, float]] = set()
+        # ... and of jobs that were running when their user was erased
+        self._erased: set[tuple[JobKey, float]] = set()
+        self._erasure_counts: dict[str | None, int] = {}
         self._closed = False
         self._close_result = True
         if config.queue != "memory":
@@ -239,10 +247,11 @@ class Memory:
         mark = (job.key, job.enqueued_at)
         result = self._updater.run(
             job.scope, job.thread_id, job.messages, job.signals,
-            fenced=lambda: mark in self._fenced,
+            fenced=lambda: mark in self._fenced, erased=lambda: mark in self._erased,
         )  # fmt: skip
         with self._lock:
             self._fenced.discard(mark)
+            self._erased.discard(mark)
         self._add_usage(result.usage)
         return result
 
@@ -300,18 +309,30 @@ class Memory:
         Raises:
             TypeError: ``query`` is neither a string nor None.
         """
+        scope = Scope(user_id, agent)
+        document, today, relevance = self._injection_inputs(scope, today, query)
+        return self._renderer.render(
+            scope, document, max_tokens=max_tokens, today=today, relevance=relevance
+        )
+
+    def _injection_inputs(
+        self, scope: Scope, today: date | None, query: str | None
+    ) -> tuple[MemoryDocument, date | None, tuple[str, ...]]:
+        """What the block of ``scope`` is rendered from: the document, the date line and
+        the relevance order for ``query`` (shared by ``context`` and ``explain_context``).
+
+        Raises:
+            TypeError: ``query`` is neither a string nor None.
+        """
         if query is not None and not isinstance(query, str):
             raise TypeError(f"query must be a string or None, not {type(query).__name__}")
-        scope = Scope(user_id, agent)
         if today is None and self.config.include_date:
             today = self._now().date()
         document = self._store.load(scope)
         relevance: tuple[str, ...] = ()
         if query and query.strip() and document.facts:
             relevance = self._searcher.relevance(scope, document.facts, query)
-        return self._renderer.render(
-            scope, document, max_tokens=max_tokens, today=today, relevance=relevance
-        )
+        return document, today, relevance
 
     async def acontext(
         self,
@@ -414,7 +435,8 @@ class Memory:
                 max_facts=self.config.max_facts, scope=scope,
             )  # fmt: skip
 
-        return self._edit(scope, change)
+        reason = f"over max_facts={self.config.max_facts}: room for a fact added by hand"
+        return self._edit(scope, change, describe=self._manual(gone=("evicted", reason)))
 
     def edit_fact(
         self,
@@ -442,14 +464,23 @@ class Memory:
                 now=self._now(), scope=scope,
             )  # fmt: skip
 
-        return self._edit(scope, change)
+        return self._edit(scope, change, describe=self._manual())
 
     def delete_fact(
         self, fact_id: str, /, *, user_id: str | None = None, agent: str | None = None
     ) -> None:
-        """Delete a fact. Raises ``FactNotFoundError`` when it does not exist."""
+        """Delete a fact; its content also leaves the summaries (rebuilt, or held out of
+        injection until rewritten). The history keeps a ``removed`` event.
+
+        Raises:
+            FactNotFoundError: the fact does not exist.
+        """
         scope = Scope(user_id, agent)
-        self._edit(scope, lambda doc: (edits.delete_fact(doc, fact_id, scope=scope), None))
+
+        def change(doc: MemoryDocument) -> tuple[MemoryDocument, None]:
+            return edits.delete_fact(doc, fact_id, scope=scope, now=self._now()), None
+
+        self._edit(scope, change, describe=self._manual())
 
     def clear(self, *, user_id: str | None = None, agent: str | None = None) -> None:
         """Forget everything in one scope, including what was said before the clear.
@@ -466,7 +497,12 @@ class Memory:
         if running is not None:
             with self._lock:
                 self._fenced.update((job.key, job.enqueued_at) for job in running(scope))
-        self._store.clear(scope)
+        if self._history_store() is not None:
+            event = _events.cleared(self._store.load(scope), at=iso(self._now()))
+            clear: Callable[..., MemoryDocument] = self._store.clear
+            clear(scope, events=(event,))
+        else:
+            self._store.clear(scope)
         self._searcher.forget(scope)
         for job in dropped:
             # the watermark is computed on redacted turns, as the updater sees them
@@ -496,7 +532,7 @@ class Memory:
             )
             return merged, merged
 
-        self._edit(Scope(user_id, agent), change)
+        self._edit(Scope(user_id, agent), change, describe=self._imported)
         return self.get(user_id=user_id, agent=agent)
 
     def _redact_fact(self, content: object) -> Any:
@@ -514,12 +550,24 @@ class Memory:
         return clean
 
     def _edit(
-        self, scope: Scope, change: Callable[[MemoryDocument], tuple[MemoryDocument, _T]]
+        self,
+        scope: Scope,
+        change: Callable[[MemoryDocument], tuple[MemoryDocument, _T]],
+        *,
+        describe: Describe | None = None,
     ) -> _T:
+        """Load, change and commit (retried on conflict); ``describe`` gives the change
+        events the commit carries when history is kept."""
+        store = self._history_store()
+
         def attempt() -> _T:
             doc = self._store.load(scope)
             new_doc, value = change(doc)
-            self._store.commit(scope, new_doc, expected_revision=doc.revision)
+            if store is None or describe is None or new_doc is doc:
+                self._store.commit(scope, new_doc, expected_revision=doc.revision)
+            else:
+                events = describe(doc, new_doc, new_doc.last_updated or iso(self._now()))
+                store.commit(scope, new_doc, expected_revision=doc.revision, events=events)
             return value
 
         return retry_on_conflict(attempt)

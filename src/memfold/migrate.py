@@ -11,7 +11,9 @@ For each scope of the source, the target scope is:
 So a second run copies nothing, and a migration never silently destroys newer memory
 in the target. A scope that cannot be read (source) or is corrupt (target) is reported
 in ``failed`` and the rest goes on. The target keeps its own generation counter: a
-fresh target has no in-flight updates to fence.
+fresh target has no in-flight updates to fence. A copied scope's change history goes
+with it, in the same commit, when both stores keep history; its events then carry the
+revision of that commit (the target numbers its own revisions).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 from memfold.errors import ConflictError, StorageError
 from memfold.model import MemoryDocument, Scope, document_to_dict
-from memfold.store.base import MemoryStore
+from memfold.store.base import HistoryStore, MemoryStore
 
 __all__ = ["MigrationReport", "migrate"]
 
@@ -86,7 +88,11 @@ def migrate(
             report.conflicts.append(scope)
             continue
         try:
-            target.commit(scope, document, expected_revision=current.revision)
+            if isinstance(source, HistoryStore) and isinstance(target, HistoryStore):
+                events = source.history(scope)[::-1]  # oldest first, as they happened
+                target.commit(scope, document, expected_revision=current.revision, events=events)
+            else:
+                target.commit(scope, document, expected_revision=current.revision)
         except ConflictError:  # written meanwhile: someone is using the target already
             report.conflicts.append(scope)
             continue

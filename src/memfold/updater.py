@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from memfold import watermark
+from memfold import _events, watermark
 from memfold._facts import iso
 from memfold.apply import ApplyContext, Change, apply
 from memfold.errors import ConflictError
@@ -53,7 +53,8 @@ class UpdateResult:
 
     @property
     def facts_removed(self) -> int:
-        return self.count("removed") + self.count("evicted")
+        """Facts that left memory: removed, superseded or evicted."""
+        return self.count("removed") + self.count("superseded") + self.count("evicted")
 
 
 class Updater:
@@ -68,8 +69,12 @@ class Updater:
         confidence_threshold: float,
         now: Callable[[], datetime],
         redactor: Redactor | None = None,
+        record_history: bool = False,
     ) -> None:
+        """``record_history``: pass change events to ``store.commit`` (a
+        :class:`~memfold.store.base.HistoryStore`)."""
         self._store = store
+        self._history = record_history
         self._redactor = redactor
         self._extractor = extractor
         self._max_facts = max_facts
@@ -88,12 +93,15 @@ class Updater:
         signals: Signals,
         *,
         fenced: Callable[[], bool] | None = None,
+        erased: Callable[[], bool] | None = None,
     ) -> UpdateResult:
         """Extract from the messages the scope has not seen for this thread and commit.
 
         The result is discarded (and the turns marked seen) when the scope is cleared
         meanwhile: its ``generation`` moved, or ``fenced()`` says this job predates a
-        clear that happened before the job could load the document.
+        clear that happened before the job could load the document. It is discarded and
+        nothing is written when the user was erased meanwhile: ``erased()`` says so, or
+        the scope's revision went backwards (only ``forget_user`` does that).
 
         Raises:
             ExtractionError, ChatModelError: the extractor failed (the queue retries).
@@ -114,6 +122,12 @@ class Updater:
 
         def attempt() -> UpdateResult:
             current = fresh.pop() if fresh else self._store.load(scope)
+            if current.revision < document.revision or (erased is not None and erased()):
+                logger.info("update for %s discarded: the user was erased meanwhile", scope)
+                return UpdateResult(
+                    scope, thread_id, current.revision, False, usage=extraction.usage,
+                    messages_sent=len(new), skipped="user erased during update",
+                )  # fmt: skip
             if current.generation != generation or (fenced is not None and fenced()):
                 logger.info("update for %s discarded: memory was cleared meanwhile", scope)
                 revision = self.mark_seen(scope, thread_id, messages, current)
@@ -140,13 +154,36 @@ class Updater:
                     scope, thread_id, current.revision, False, applied.changes,
                     extraction.usage, len(new), skipped="no change",
                 )  # fmt: skip
-            stored = self._store.commit(scope, result_doc, expected_revision=current.revision)
+            stored = self._commit(
+                scope, result_doc, current.revision,
+                applied.changes, thread_id=thread_id, turns=new, at=iso(now),
+            )  # fmt: skip
             return UpdateResult(
                 scope, thread_id, stored.revision, True, applied.changes,
                 extraction.usage, len(new),
             )  # fmt: skip
 
         return retry_on_conflict(attempt)
+
+    def _commit(
+        self,
+        scope: Scope,
+        document: MemoryDocument,
+        expected: int,
+        changes: Sequence[Change],
+        *,
+        thread_id: str,
+        turns: Sequence[Message],
+        at: str,
+    ) -> MemoryDocument:
+        if not self._history:
+            return self._store.commit(scope, document, expected_revision=expected)
+        events = _events.from_changes(
+            changes, at=at, extractor=self._extractor.name, thread_id=thread_id,
+            turns=turns, scrub=self._redactor,
+        )  # fmt: skip
+        commit: Callable[..., MemoryDocument] = self._store.commit
+        return commit(scope, document, expected_revision=expected, events=events)
 
     def mark_seen(
         self,

@@ -80,7 +80,9 @@ class _FailingStore(InMemoryStore):
         super().__init__()
         self.error = error
 
-    def commit(self, scope: Scope, document: MemoryDocument, *, expected_revision: int) -> Any:
+    def commit(
+        self, scope: Scope, document: MemoryDocument, *, expected_revision: int, events: Any = ()
+    ) -> Any:
         raise self.error
 
 

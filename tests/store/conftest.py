@@ -28,28 +28,38 @@ class Backend:
     when the backend is ``durable``."""
 
     name: str
-    open: Callable[[], MemoryStore]
+    open: Callable[..., MemoryStore]  # keyword options of the store, e.g. max_history_events
     durable: bool
 
 
 def _json(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return Backend("json", lambda: JsonFileStore(tmp_path / "home"), durable=True)
+    return Backend("json", lambda **kw: JsonFileStore(tmp_path / "home", **kw), durable=True)
 
 
 def _inmemory(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    shared = InMemoryStore()
-    return Backend("inmemory", lambda: shared, durable=False)
+    shared: dict[str, InMemoryStore] = {}
+
+    def open_shared(*, max_history_events: int = 1000) -> InMemoryStore:
+        if "store" not in shared:
+            shared["store"] = InMemoryStore(max_history_events=max_history_events)
+        return shared["store"]
+
+    return Backend("inmemory", open_shared, durable=False)
 
 
 def _sqlite(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return Backend("sqlite", lambda: SqliteStore(tmp_path / "memfold.sqlite3"), durable=True)
+    return Backend(
+        "sqlite", lambda **kw: SqliteStore(tmp_path / "memfold.sqlite3", **kw), durable=True
+    )
 
 
 def _postgres(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     dsn: str = request.getfixturevalue("postgres_dsn")
     from memfold.store.postgres import PostgresStore
 
-    return Backend("postgres", lambda: PostgresStore(dsn, max_connections=12), durable=True)
+    return Backend(
+        "postgres", lambda **kw: PostgresStore(dsn, max_connections=12, **kw), durable=True
+    )
 
 
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Backend]] = {

@@ -20,6 +20,7 @@ from typing import Any
 from memfold.errors import ConfigError
 from memfold.extract._parse import parse_reply
 from memfold.extract.base import Extraction, ExtractionRequest, Usage
+from memfold.forgetting import held_out
 from memfold.llm.base import ChatMessage, ChatModel, Completion
 from memfold.model import (
     DEFAULT_CATEGORIES,
@@ -127,13 +128,21 @@ def _cut(text: str, limit: int) -> str:
 def compact_memory(document: MemoryDocument) -> tuple[str, dict[str, str]]:
     """The memory view the model sees, and the map from refs (``f1``...) to fact ids.
 
-    Refs number facts in document order; text is escaped and kept on one line each.
+    Refs number facts in document order; text is escaped and kept on one line each. A
+    summary held out after a removal (``memfold.forgetting``) says what it still mentions,
+    so the model rewrites it without that.
     """
     lines: list[str] = []
     for group, sections in (("user", USER_SECTIONS), ("history", HISTORY_SECTIONS)):
         for name in sections:
             text = _one_line(document.summary(name))
-            lines.append(f"{group}.{name}: {_escape(text) if text else '(empty)'}")
+            line = f"{group}.{name}: {_escape(text) if text else '(empty)'}"
+            summary = document.summaries.get(name)
+            hold = None if summary is None or not text else held_out(summary)
+            if hold is not None:  # the user removed these: the model must rewrite the section
+                removed = "; ".join(_escape(_one_line(r)) for r in hold.removed)
+                line += f" [held out; it still mentions removed facts: {removed}]"
+            lines.append(line)
     refs: dict[str, str] = {}
     if document.facts:
         lines.append(f"facts ({len(document.facts)}):")

@@ -19,6 +19,7 @@ records, urgently, the messages its summary replaces.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections import OrderedDict
@@ -44,6 +45,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "install it with: pip install 'memfold[langchain]'"
     ) from exc
 
+from memfold.context_report import ContextReport
 from memfold.memory import Memory
 
 __all__ = [
@@ -178,29 +180,34 @@ class _Identity:
 
 
 class _FrozenBlocks:
-    """A bounded LRU of memory blocks frozen at a thread's first model call."""
+    """A bounded LRU of memory blocks frozen at a thread's first model call, each with the
+    erasure count of its user then: a block frozen before ``forget_user`` is never served."""
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
-        self._blocks: OrderedDict[_Key, str] = OrderedDict()
+        self._blocks: OrderedDict[_Key, tuple[str, int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: _Key) -> str | None:
+    def get(self, key: _Key, epoch: int = 0) -> str | None:
         with self._lock:
-            block = self._blocks.get(key)
-            if block is not None:
-                self._blocks.move_to_end(key)
-            return block
+            found = self._blocks.get(key)
+            if found is None:
+                return None
+            if found[1] != epoch:  # the user was erased since: forget this block too
+                del self._blocks[key]
+                return None
+            self._blocks.move_to_end(key)
+            return found[0]
 
-    def freeze(self, key: _Key, block: str) -> str:
+    def freeze(self, key: _Key, block: str, epoch: int = 0) -> str:
         """Store ``block`` unless a concurrent first call froze one already; return the
         block that is frozen for ``key``."""
         with self._lock:
-            frozen = self._blocks.setdefault(key, block)
+            frozen = self._blocks.setdefault(key, (block, epoch))
             self._blocks.move_to_end(key)
             while len(self._blocks) > self._capacity:
                 self._blocks.popitem(last=False)
-            return frozen
+            return frozen[0]
 
     def __len__(self) -> int:
         with self._lock:
@@ -263,12 +270,15 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         key: _Key | None = None
         try:
             key = self._identity.key(request.runtime)
-            block = self._frozen_block(key)
+            epoch = self.memory.erasures(key[1])  # read first: an erasure meanwhile wins
+            block = self._frozen_block(key, epoch)
             if block is None:
-                block = self.memory.context(
-                    user_id=key[1], agent=key[2], query=self._query(request)
-                )
-                block = self._freeze(key, block)
+                query = self._query(request)
+                block = self.memory.context(user_id=key[1], agent=key[2], query=query)
+                block = self._freeze(key, block, epoch)
+                if logger.isEnabledFor(logging.DEBUG):
+                    report = self.memory.explain_context(user_id=key[1], agent=key[2], query=query)
+                    self._log_report(key, report)
             with_memory = self._with_block(request, block)
         except Exception:
             self._log_load_failure(key)
@@ -284,12 +294,17 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         key: _Key | None = None
         try:
             key = self._identity.key(request.runtime)
-            block = self._frozen_block(key)
+            epoch = self.memory.erasures(key[1])  # read first: an erasure meanwhile wins
+            block = self._frozen_block(key, epoch)
             if block is None:
-                block = await self.memory.acontext(
-                    user_id=key[1], agent=key[2], query=self._query(request)
-                )
-                block = self._freeze(key, block)
+                query = self._query(request)
+                block = await self.memory.acontext(user_id=key[1], agent=key[2], query=query)
+                block = self._freeze(key, block, epoch)
+                if logger.isEnabledFor(logging.DEBUG):
+                    report = await asyncio.to_thread(
+                        self.memory.explain_context, user_id=key[1], agent=key[2], query=query
+                    )
+                    self._log_report(key, report)
             with_memory = self._with_block(request, block)
         except Exception:
             self._log_load_failure(key)
@@ -301,21 +316,34 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return None
         return latest_user_text(request.messages)
 
-    def _frozen_block(self, key: _Key) -> str | None:
+    def _frozen_block(self, key: _Key, epoch: int) -> str | None:
         if self.injection_mode != "per_thread" or key[0] is None:
             return None
-        return self._frozen.get(key)
+        return self._frozen.get(key, epoch)
 
-    def _freeze(self, key: _Key, block: str) -> str:
+    def _freeze(self, key: _Key, block: str, epoch: int) -> str:
         if self.injection_mode != "per_thread" or key[0] is None:
             return block
-        return self._frozen.freeze(key, block)
+        return self._frozen.freeze(key, block, epoch)
 
     @staticmethod
     def _with_block(request: ModelRequest[Any], block: str) -> ModelRequest[Any]:
         if not block:
             return request
         return request.override(system_message=with_memory_block(request.system_message, block))
+
+    @staticmethod
+    def _log_report(key: _Key, report: ContextReport) -> None:
+        """At debug level, what the block of this call holds and leaves out, and why."""
+        dropped = ", ".join(f"{item.id} ({item.reason})" for item in report.dropped) or "nothing"
+        logger.debug(
+            "memfold: memory block for %s: %d of %d tokens, %d item(s) included; dropped: %s",
+            _describe(key),
+            report.tokens,
+            report.budget,
+            len(report.included),
+            dropped,
+        )
 
     @staticmethod
     def _log_load_failure(key: _Key | None) -> None:

@@ -359,6 +359,34 @@ class SqlQueue(SqlWorker):
             self._cond.notify_all()
         return tuple(jobs)
 
+    def forget_user(self, user_id: str | None) -> int:
+        """Delete every row of ``user_id``, leased ones included (a running job's outcome
+        then finds no row and records nothing); returns how many rows there were.
+
+        Raises:
+            StorageError: the database failed; nothing was deleted.
+        """
+        with self._transaction() as tx:
+            if user_id is None:
+                deleted = tx.execute("DELETE FROM memfold_jobs WHERE user_id IS NULL").rowcount
+            else:
+                deleted = tx.execute(
+                    "DELETE FROM memfold_jobs WHERE user_id = ?", (user_id,)
+                ).rowcount
+        self._after_erase()
+        with self._cond:
+            self._cond.notify_all()
+        return int(deleted)
+
+    def _after_erase(self) -> None:
+        """Make the deleted rows unrecoverable from the database's files, where the
+        dialect can (outside any transaction)."""
+
+    def running_jobs_of(self, user_id: str | None) -> tuple[Job, ...]:
+        """The user's jobs this process is running now (any agent)."""
+        with self._cond:
+            return tuple(c.job for c in self._running.values() if c.job.user_id == user_id)
+
     def _is_empty(self) -> bool:
         with self._transaction() as tx:
             return int(tx.execute("SELECT COUNT(*) FROM memfold_jobs").fetchone()[0]) == 0

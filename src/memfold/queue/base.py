@@ -2,6 +2,12 @@
 
 A queue knows nothing about storage or LLMs: it groups records per key, decides *when* a
 key's update runs, and calls back a ``process(job)`` function that does the work.
+
+Optional methods a queue may add (the built-in ones have them; ``Memory`` checks):
+``forget_user(user_id) -> int`` deletes every queued update of a user (``forget_user``
+fails with a clear error on a queue without it), ``running_jobs(scope)`` and
+``running_jobs_of(user_id)`` list the jobs this process runs now (so a ``clear`` or an
+erasure can fence them).
 """
 
 from __future__ import annotations

@@ -411,6 +411,21 @@ class InProcessQueue(QueueCore):
         with self._cond:
             return tuple(job for job in self._in_flight.values() if job.scope == scope)
 
+    def forget_user(self, user_id: str | None) -> int:
+        """Drop the user's pending updates, every agent and thread (running ones are
+        fenced by ``Memory``: see :meth:`running_jobs_of`); returns how many."""
+        with self._cond:
+            keys = [k for k in self._pending if k[1] == user_id]
+            for key in keys:
+                del self._pending[key]
+            self._cond.notify_all()
+        return len(keys)
+
+    def running_jobs_of(self, user_id: str | None) -> tuple[Job, ...]:
+        """The user's jobs (any agent) taken by a worker and not finished yet."""
+        with self._cond:
+            return tuple(job for job in self._in_flight.values() if job.user_id == user_id)
+
     def pending_keys(self) -> tuple[JobKey, ...]:
         """Keys waiting to run (not those in flight), earliest due first."""
         with self._cond:

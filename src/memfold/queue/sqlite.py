@@ -20,7 +20,7 @@ from memfold.errors import StorageError
 from memfold.queue._sql import SqlQueue, install_schema
 from memfold.queue._sql_worker import Tx
 from memfold.queue.base import Job
-from memfold.store.sqlite import switch_to_wal
+from memfold.store.sqlite import switch_to_wal, truncate_wal
 
 __all__ = ["QUEUE_FILE", "SqliteQueue"]
 
@@ -94,6 +94,7 @@ class SqliteQueue(SqlQueue):
             )
             switch_to_wal(conn, self._busy_timeout)  # several processes may open it at once
             conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable against process crash
+            conn.execute("PRAGMA secure_delete=ON")  # security: a forgotten user's turns are zeroed
             self._local.conn = conn
             with self._connections_lock:
                 self._connections[conn] = threading.current_thread()
@@ -109,6 +110,9 @@ class SqliteQueue(SqlQueue):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+    def _after_erase(self) -> None:
+        truncate_wal(self._connection(), f"the queue database {self.path}")
 
     def _create_schema(self) -> None:
         with self._transaction() as tx:

@@ -54,6 +54,12 @@ class ParsedRows:
                 _, (_, _, dropped) = self._rows.popitem(last=False)
                 self._chars -= dropped
 
+    def drop_user(self, user_id: str | None) -> None:
+        """Forget the documents of every scope of ``user_id`` (an erased user)."""
+        with self._lock:
+            for scope in [s for s in self._rows if s.user_id == user_id]:
+                self._chars -= self._rows.pop(scope)[2]
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._rows)

@@ -16,6 +16,10 @@ row can be shown to a person as it is. Every write reads the stored row first, i
 write transaction that holds the row (``BEGIN IMMEDIATE`` on SQLite, ``FOR UPDATE`` on
 PostgreSQL): a row that does not parse is never overwritten.
 
+Change events go to ``memfold_history`` (``id`` ascending in commit order, the scope's
+keys, ``revision``, ``event`` as JSON text, ``created_at``) in the same transaction as the
+document; the oldest rows of a scope past ``max_history_events`` are deleted in it too.
+
 The schema version lives in ``memfold_schema`` (``component``, ``version``) under the
 component ``store``; opening runs the missing migrations and refuses a database written
 by a newer memfold. Dialects (:mod:`memfold.store.sqlite`, :mod:`memfold.store.postgres`)
@@ -30,19 +34,27 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from memfold.errors import ConflictError, CorruptMemoryError, StorageError
+from memfold.history import ChangeEvent, stamp
 from memfold.model import DocumentError, MemoryDocument, Scope, document_from_dict, document_to_dict
 from memfold.store._ids import validate_id
 from memfold.store._parsed import ParsedRows
-from memfold.store.base import check_commit_args, loads_strict_json
+from memfold.store.base import (
+    DEFAULT_MAX_HISTORY_EVENTS,
+    check_commit_args,
+    check_history_limit,
+    loads_strict_json,
+)
 
 __all__ = [
     "DOCUMENTS_TABLE",
     "HASHED_KEY_MARK",
+    "HISTORY_TABLE",
     "SCHEMA_COMPONENT",
     "SCHEMA_TABLE",
     "BaseSqlStore",
@@ -50,7 +62,10 @@ __all__ = [
     "SchemaTooNewError",
 ]
 
+log = logging.getLogger("memfold.store")
+
 DOCUMENTS_TABLE = "memfold_documents"
+HISTORY_TABLE = "memfold_history"
 SCHEMA_TABLE = "memfold_schema"
 SCHEMA_COMPONENT = "store"
 #: First character of a hashed key column value (see the module doc).
@@ -113,6 +128,8 @@ class BaseSqlStore:
 
     #: Where the data lives, for messages (a file path, a DSN without password).
     location: str = "?"
+    #: Change events kept per scope (0 keeps none); subclasses take it as an argument.
+    max_history_events: int = DEFAULT_MAX_HISTORY_EVENTS
 
     # --- dialect hooks ----------------------------------------------------------------
 
@@ -126,6 +143,10 @@ class BaseSqlStore:
 
     def _lock_schema(self, conn: Any) -> None:
         """Serialise migrations between processes (inside the write transaction)."""
+
+    def _after_erase(self, conn: Any) -> None:
+        """Make erased rows unrecoverable from the database's files where the dialect can
+        (outside any transaction)."""
 
     def close(self) -> None:
         raise NotImplementedError
@@ -313,12 +334,18 @@ class BaseSqlStore:
         return ParsedRows()
 
     def commit(
-        self, scope: Scope, document: MemoryDocument, *, expected_revision: int
+        self,
+        scope: Scope,
+        document: MemoryDocument,
+        *,
+        expected_revision: int,
+        events: Sequence[ChangeEvent] = (),
     ) -> MemoryDocument:
         """Store ``document`` if the stored revision is still ``expected_revision``.
 
         The stored document has ``revision = expected_revision + 1`` and the stored
-        ``generation``; it is returned.
+        ``generation``; it is returned. ``events`` go to the history in the same
+        transaction.
 
         Raises:
             ConflictError: the stored revision differs; nothing was written.
@@ -337,11 +364,12 @@ class BaseSqlStore:
                 current = _EMPTY if row is None else self._parse(scope, *row)
                 stored = document.with_changes(revision=expected + 1, generation=current.generation)
                 self._write(conn, scope, keys, stored, previous=None if row is None else expected)
+                self._append_history(conn, keys, events, stored.revision)
                 return stored
         except self.driver_errors as exc:
             raise self._storage_error(exc, f"commit the memory of {scope}") from exc
 
-    def clear(self, scope: Scope) -> MemoryDocument:
+    def clear(self, scope: Scope, *, events: Sequence[ChangeEvent] = ()) -> MemoryDocument:
         """Replace the scope's memory with an empty document, bumping generation and revision.
 
         A corrupt row is not cleared: clearing must not be a way to lose data silently.
@@ -364,12 +392,87 @@ class BaseSqlStore:
                     )
                     previous = None if row is None else current.revision
                     self._write(conn, scope, keys, stored, previous=previous)
+                    self._append_history(conn, keys, events, stored.revision)
                     return stored
             except ConflictError:
                 continue
             except self.driver_errors as exc:
                 raise self._storage_error(exc, f"clear the memory of {scope}") from exc
         raise StorageError(f"cannot clear {scope} in {self.location}: writers kept racing")
+
+    def _append_history(
+        self, conn: Any, keys: tuple[str, str], events: Sequence[ChangeEvent], revision: int
+    ) -> None:
+        if not events or self.max_history_events <= 0:
+            return
+        for event in stamp(events, revision):
+            try:
+                text = json.dumps(event.to_dict(), ensure_ascii=False, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise StorageError(f"cannot serialise a change event: {exc}") from exc
+            self._run(
+                conn,
+                f"INSERT INTO {HISTORY_TABLE} (user_key, agent_key, revision, event, created_at) "
+                f"VALUES (?, ?, ?, ?, {self.now_sql})",
+                (*keys, revision, text),
+            )
+        self._run(
+            conn,
+            f"DELETE FROM {HISTORY_TABLE} WHERE user_key = ? AND agent_key = ? AND id <= "
+            f"(SELECT id FROM {HISTORY_TABLE} WHERE user_key = ? AND agent_key = ? "
+            "ORDER BY id DESC LIMIT 1 OFFSET ?)",
+            (*keys, *keys, self.max_history_events),
+        )
+
+    def history(self, scope: Scope, *, limit: int | None = None) -> list[ChangeEvent]:
+        """The scope's change events, newest first; a damaged row is skipped and logged.
+
+        Raises:
+            StorageError: the database cannot be read.
+            ValueError: ``limit`` is not a positive integer or None.
+        """
+        count = check_history_limit(limit, self.max_history_events)
+        keys = self._keys(scope)
+        if count == 0:
+            return []
+        try:
+            with self._connection() as conn:
+                rows = self._run(
+                    conn,
+                    f"SELECT event FROM {HISTORY_TABLE} WHERE user_key = ? AND agent_key = ? "
+                    "ORDER BY id DESC LIMIT ?",
+                    (*keys, count),
+                ).fetchall()
+        except self.driver_errors as exc:
+            raise self._storage_error(exc, f"read the history of {scope}") from exc
+        events: list[ChangeEvent] = []
+        for (text,) in rows:
+            try:
+                events.append(ChangeEvent.from_dict(json.loads(text)))
+            except (TypeError, ValueError, RecursionError):
+                log.warning("skipped a damaged row of %s for %s", HISTORY_TABLE, scope)
+        return events
+
+    def forget_user(self, user_id: str | None) -> int:
+        """Delete every row of ``user_id`` (documents and history); returns how many
+        scopes there were.
+
+        Raises:
+            StorageError: the database failed; nothing was deleted.
+        """
+        user_key = "" if user_id is None else self._key(user_id, "user_id")
+        try:
+            with self._connection() as conn:
+                with self._write_transaction(conn):
+                    count = self._run(
+                        conn, f"DELETE FROM {DOCUMENTS_TABLE} WHERE user_key = ?", (user_key,)
+                    ).rowcount
+                    self._run(conn, f"DELETE FROM {HISTORY_TABLE} WHERE user_key = ?", (user_key,))
+                self._after_erase(conn)
+        except self.driver_errors as exc:
+            raise self._storage_error(exc, f"erase {Scope(user_id)}") from exc
+        self._parsed_rows.drop_user(user_id)
+        return int(count)
 
     def scopes(self) -> Iterator[Scope]:
         """Every scope with a stored row (a snapshot), with its exact ids.

@@ -1,14 +1,29 @@
-"""The storage protocol every backend implements (``json``, ``sqlite``, ``postgres``)."""
+"""The storage protocol every backend implements (``json``, ``sqlite``, ``postgres``).
+
+:class:`MemoryStore` is what every store must do. :class:`HistoryStore` adds the change
+history (events written in the same commit as the document) and erasure of a user; every
+built-in store implements it, and ``Memory`` keeps no history with a store that does not.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from memfold.history import ChangeEvent
 from memfold.model import MemoryDocument, Scope
 
-__all__ = ["MemoryStore"]
+__all__ = [
+    "DEFAULT_MAX_HISTORY_EVENTS",
+    "HistoryStore",
+    "MemoryStore",
+    "check_history_limit",
+    "check_max_history_events",
+]
+
+#: Change events kept per scope unless configured (``max_history_events``).
+DEFAULT_MAX_HISTORY_EVENTS = 1000
 
 
 @runtime_checkable
@@ -54,6 +69,66 @@ class MemoryStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class HistoryStore(MemoryStore, Protocol):
+    """A store that keeps each scope's change history and can erase a user.
+
+    ``commit`` and ``clear`` take ``events``: they are written in the same commit as the
+    document (all or nothing), get the revision of that commit, and the oldest are
+    dropped past the store's ``max_history_events`` (0 keeps none).
+    """
+
+    max_history_events: int
+
+    def commit(
+        self,
+        scope: Scope,
+        document: MemoryDocument,
+        *,
+        expected_revision: int,
+        events: Sequence[ChangeEvent] = (),
+    ) -> MemoryDocument: ...
+
+    def clear(self, scope: Scope, *, events: Sequence[ChangeEvent] = ()) -> MemoryDocument: ...
+
+    def history(self, scope: Scope, *, limit: int | None = None) -> list[ChangeEvent]:
+        """The scope's events, newest first, at most ``limit`` (None: all that are kept).
+
+        Raises:
+            StorageError: the history cannot be read.
+        """
+        ...
+
+    def forget_user(self, user_id: str | None) -> int:
+        """Erase every scope of ``user_id`` (shared bucket and agents) with its history and
+        watermarks, leaving nothing of it in the store; returns how many scopes held data.
+
+        Raises:
+            StorageError: the erasure failed (it can be retried).
+        """
+        ...
+
+
+def check_max_history_events(value: object) -> int:
+    """Raises ValueError unless ``value`` is a non-negative integer."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"max_history_events={value!r}: must be an integer of 0 or more")
+    return value
+
+
+def check_history_limit(limit: object, kept: int) -> int:
+    """The number of events to return for ``limit`` (None: every kept one).
+
+    Raises:
+        ValueError: ``limit`` is not a positive integer or None.
+    """
+    if limit is None:
+        return kept
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit={limit!r}: must be a positive integer or None")
+    return min(limit, kept)
 
 
 def check_commit_args(document: object, expected_revision: object) -> int:

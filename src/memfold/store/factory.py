@@ -27,15 +27,15 @@ def open_store(config: MemoryConfig) -> MemoryStore:
     if storage == "json":
         from memfold.store.jsonfile import JsonFileStore
 
-        return JsonFileStore(config.home)
+        return JsonFileStore(config.home, max_history_events=config.max_history_events)
     if storage == "memory":
         from memfold.store.inmemory import InMemoryStore
 
-        return InMemoryStore()
+        return InMemoryStore(max_history_events=config.max_history_events)
     if storage == "sqlite":
         from memfold.store.sqlite import SqliteStore
 
-        return SqliteStore.in_home(config.home)
+        return SqliteStore.in_home(config.home, max_history_events=config.max_history_events)
     if storage == "postgres":
         return _postgres(config)
     if ":" in storage:
@@ -57,7 +57,7 @@ def _postgres(config: MemoryConfig) -> MemoryStore:
         ) from exc
     if not config.dsn:
         raise ConfigError("storage=postgres needs dsn (e.g. postgresql://user@host/db)", key="dsn")
-    return PostgresStore(config.dsn)
+    return PostgresStore(config.dsn, max_history_events=config.max_history_events)
 
 
 def _from_factory(spec: str, config: MemoryConfig) -> MemoryStore:

@@ -7,12 +7,19 @@ runs over it too); state lives on the instance and is gone when it is.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Iterator, Sequence
 
 from memfold.errors import ConflictError
+from memfold.history import ChangeEvent, stamp
 from memfold.model import MemoryDocument, Scope
 from memfold.store._ids import validate_id
-from memfold.store.base import check_commit_args
+from memfold.store.base import (
+    DEFAULT_MAX_HISTORY_EVENTS,
+    check_commit_args,
+    check_history_limit,
+    check_max_history_events,
+)
 
 __all__ = ["InMemoryStore"]
 
@@ -30,11 +37,18 @@ def _checked(scope: Scope) -> Scope:
 
 
 class InMemoryStore:
-    """A thread-safe :class:`~memfold.store.base.MemoryStore` held in a dict."""
+    """A thread-safe :class:`~memfold.store.base.HistoryStore` held in dicts."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_history_events: int = DEFAULT_MAX_HISTORY_EVENTS) -> None:
+        self.max_history_events = check_max_history_events(max_history_events)
         self._documents: dict[Scope, MemoryDocument] = {}
+        self._history: dict[Scope, deque[ChangeEvent]] = {}
         self._lock = threading.Lock()
+
+    def _record(self, scope: Scope, events: Sequence[ChangeEvent], revision: int) -> None:
+        if events and self.max_history_events:
+            kept = self._history.setdefault(scope, deque(maxlen=self.max_history_events))
+            kept.extend(stamp(events, revision))
 
     def load(self, scope: Scope) -> MemoryDocument:
         """The scope's document, or an empty one (revision 0).
@@ -46,9 +60,15 @@ class InMemoryStore:
             return self._documents.get(_checked(scope), _EMPTY)
 
     def commit(
-        self, scope: Scope, document: MemoryDocument, *, expected_revision: int
+        self,
+        scope: Scope,
+        document: MemoryDocument,
+        *,
+        expected_revision: int,
+        events: Sequence[ChangeEvent] = (),
     ) -> MemoryDocument:
-        """Store ``document`` as revision ``expected_revision + 1`` with the stored generation.
+        """Store ``document`` as revision ``expected_revision + 1`` with the stored generation,
+        and ``events`` in the scope's history.
 
         Raises:
             ConflictError: the stored revision differs; nothing was stored.
@@ -63,9 +83,10 @@ class InMemoryStore:
                 revision=expected_revision + 1, generation=current.generation
             )
             self._documents[scope] = stored
+            self._record(scope, events, stored.revision)
             return stored
 
-    def clear(self, scope: Scope) -> MemoryDocument:
+    def clear(self, scope: Scope, *, events: Sequence[ChangeEvent] = ()) -> MemoryDocument:
         """Replace the scope's memory with an empty document, bumping generation and revision."""
         with self._lock:
             current = self._documents.get(_checked(scope), _EMPTY)
@@ -76,7 +97,31 @@ class InMemoryStore:
                 watermarks=current.watermarks,
             )
             self._documents[scope] = stored
+            self._record(scope, events, stored.revision)
             return stored
+
+    def history(self, scope: Scope, *, limit: int | None = None) -> list[ChangeEvent]:
+        """The scope's events, newest first.
+
+        Raises:
+            ValueError: ``limit`` is not a positive integer or None.
+        """
+        with self._lock:
+            kept = list(self._history.get(_checked(scope), ()))
+        count = check_history_limit(limit, len(kept))
+        return kept[::-1][:count]
+
+    def forget_user(self, user_id: str | None) -> int:
+        """Drop every scope of ``user_id`` with its history; returns how many there were."""
+        if user_id is not None:
+            validate_id(user_id, "user_id")
+        with self._lock:
+            scopes = [s for s in self._documents if s.user_id == user_id]
+            for scope in scopes:
+                del self._documents[scope]
+            for scope in [s for s in self._history if s.user_id == user_id]:
+                del self._history[scope]
+        return len(scopes)
 
     def scopes(self) -> Iterator[Scope]:
         """Every scope that has been committed or cleared (a snapshot)."""

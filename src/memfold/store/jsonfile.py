@@ -5,6 +5,7 @@ Layout::
     {home}/users/{user}/memory.json                  the user's shared bucket
     {home}/users/{user}/agents/{agent}/memory.json   one agent's bucket
     .../scope.json                                    the exact ids (names are one-way)
+    .../history.jsonl                                 change events (``_history_file``)
     .../.lock                                         flock target for commits
 
 ``{user}``/``{agent}`` come from :func:`memfold.store._ids.encode_id`; the default user
@@ -29,11 +30,12 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from memfold.errors import ConflictError, CorruptMemoryError, StorageError
+from memfold.history import ChangeEvent, stamp
 from memfold.model import (
     DocumentError,
     MemoryDocument,
@@ -41,8 +43,16 @@ from memfold.model import (
     document_from_dict,
     document_to_dict,
 )
+from memfold.store._erase import erase_folder
+from memfold.store._history_file import HISTORY_FILE, append_events, read_events
 from memfold.store._ids import DEFAULT_USER_DIR, encode_id
-from memfold.store.base import check_commit_args, loads_strict_json
+from memfold.store.base import (
+    DEFAULT_MAX_HISTORY_EVENTS,
+    check_commit_args,
+    check_history_limit,
+    check_max_history_events,
+    loads_strict_json,
+)
 
 __all__ = ["JsonFileStore"]
 
@@ -132,6 +142,7 @@ class JsonFileStore:
 
     ``cache_size`` bounds the read cache (documents, 0 disables it); entries are
     validated by a ``stat`` on every load, so writes by other processes are seen at once.
+    ``max_history_events`` bounds each scope's change history (0 keeps none).
     ``wall_clock_ns`` is injectable for tests of the cache's racy-write check.
     """
 
@@ -140,10 +151,12 @@ class JsonFileStore:
         home: str | os.PathLike[str],
         *,
         cache_size: int = 1024,
+        max_history_events: int = DEFAULT_MAX_HISTORY_EVENTS,
         wall_clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
             raise ValueError(f"cache_size={cache_size!r}: must be a non-negative integer")
+        self.max_history_events = check_max_history_events(max_history_events)
         self.home = Path(home).absolute()
         self._users = self.home / "users"
         self._cache = _LRU(cache_size)
@@ -184,12 +197,18 @@ class JsonFileStore:
         return self._load_path(self.path(scope))
 
     def commit(
-        self, scope: Scope, document: MemoryDocument, *, expected_revision: int
+        self,
+        scope: Scope,
+        document: MemoryDocument,
+        *,
+        expected_revision: int,
+        events: Sequence[ChangeEvent] = (),
     ) -> MemoryDocument:
         """Write ``document`` if the stored revision is still ``expected_revision``.
 
         The stored document has ``revision = expected_revision + 1`` and the stored
-        ``generation`` (only :meth:`clear` changes it); it is returned.
+        ``generation`` (only :meth:`clear` changes it); it is returned. ``events`` go to
+        the scope's ``history.jsonl`` in the same commit.
 
         Raises:
             ConflictError: the stored revision differs; nothing was written.
@@ -200,6 +219,9 @@ class JsonFileStore:
         check_commit_args(document, expected_revision)
         folder = self.folder(scope)
         path = folder / MEMORY_FILE
+        if expected_revision > 0 and not folder.is_dir():
+            # gone (erased by forget_user): do not recreate its folder just to conflict
+            raise ConflictError(scope, expected=expected_revision, actual=0)
         with self._locked(folder):
             current = self._load_path(path)
             if current.revision != expected_revision:
@@ -207,10 +229,22 @@ class JsonFileStore:
             stored = document.with_changes(
                 revision=expected_revision + 1, generation=current.generation
             )
+            self._append_history(folder, events, current.revision, stored.revision)
             self._write(scope, folder, path, stored)
             return stored
 
-    def clear(self, scope: Scope) -> MemoryDocument:
+    def _append_history(
+        self, folder: Path, events: Sequence[ChangeEvent], current: int, revision: int
+    ) -> None:
+        append_events(
+            folder,
+            stamp(events, revision),
+            stored_revision=current,
+            max_events=self.max_history_events,
+            replace=self._replace,
+        )
+
+    def clear(self, scope: Scope, *, events: Sequence[ChangeEvent] = ()) -> MemoryDocument:
         """Replace the scope's memory with an empty document, bumping generation and revision.
 
         A corrupt file is not cleared (move it away by hand): clearing must not be a way
@@ -230,8 +264,41 @@ class JsonFileStore:
                 generation=current.generation + 1,
                 watermarks=current.watermarks,
             )
+            self._append_history(folder, events, current.revision, stored.revision)
             self._write(scope, folder, path, stored)
             return stored
+
+    def history(self, scope: Scope, *, limit: int | None = None) -> list[ChangeEvent]:
+        """The scope's change events, newest first (see :mod:`._history_file`).
+
+        Raises:
+            StorageError: the history file cannot be read.
+            ValueError: ``limit`` is not a positive integer or None.
+        """
+        count = check_history_limit(limit, self.max_history_events)
+        folder = self.folder(scope)
+        try:
+            revision = self._load_path(folder / MEMORY_FILE).revision
+        except CorruptMemoryError:
+            revision = 2**63  # the document is damaged; its history is still worth reading
+        if count == 0:
+            return []
+        return read_events(folder / HISTORY_FILE, revision=revision, limit=count)
+
+    def forget_user(self, user_id: str | None) -> int:
+        """Delete the user's folder: every scope, its history, watermarks and lock files
+        (see :func:`._erase.erase_folder`); returns how many scopes held a document.
+
+        Raises:
+            StorageError: the folder could not be renamed or deleted.
+        """
+        folder = self.folder(Scope(user_id))
+        found = [folder, *self._subfolders(folder / "agents")]
+        count = sum(1 for path in found if (path / MEMORY_FILE).is_file())
+        erase_folder(self._users, folder, sync=_fsync_dir)
+        for path in found:
+            self._cache.drop(str(path / MEMORY_FILE))
+        return count
 
     def scopes(self) -> Iterator[Scope]:
         """Every scope with a stored file, with its exact ids (from ``scope.json``).
@@ -252,7 +319,7 @@ class JsonFileStore:
     @staticmethod
     def _subfolders(folder: Path) -> list[Path]:
         try:
-            return sorted(p for p in folder.iterdir() if p.is_dir())
+            return sorted(p for p in folder.iterdir() if p.is_dir() and p.name[:1] != ".")
         except FileNotFoundError:
             return []
         except OSError as exc:

@@ -19,7 +19,8 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool
 
 from memfold.errors import StorageError
-from memfold.store._sql import DOCUMENTS_TABLE, BaseSqlStore
+from memfold.store._sql import DOCUMENTS_TABLE, HISTORY_TABLE, BaseSqlStore
+from memfold.store.base import DEFAULT_MAX_HISTORY_EVENTS, check_max_history_events
 
 __all__ = ["PostgresStore"]
 
@@ -43,6 +44,15 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         f"encode(sha256(convert_to({column}, 'UTF8')), 'hex') "
         f"WHERE octet_length({column}) > {_KEY_LIMIT_BYTES} OR left({column}, 1) = chr(1)"
         for column in ("user_key", "agent_key")
+    ),
+    # 3: change history (memfold_history, see memfold.store._sql)
+    (
+        f"CREATE TABLE IF NOT EXISTS {HISTORY_TABLE} ("
+        "id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+        "user_key TEXT NOT NULL, agent_key TEXT NOT NULL, revision BIGINT NOT NULL, "
+        "event TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL)",
+        f"CREATE INDEX IF NOT EXISTS {HISTORY_TABLE}_scope "
+        f"ON {HISTORY_TABLE} (user_key, agent_key, id)",
     ),
 )
 
@@ -76,6 +86,7 @@ class PostgresStore(BaseSqlStore):
         min_connections: int = 1,
         max_connections: int = 10,
         connect_timeout_seconds: float = 10.0,
+        max_history_events: int = DEFAULT_MAX_HISTORY_EVENTS,
     ) -> None:
         """Connect, then create or migrate the schema.
 
@@ -84,6 +95,7 @@ class PostgresStore(BaseSqlStore):
             StorageError: the server cannot be reached within the timeout, or the schema
                 cannot be created.
         """
+        self.max_history_events = check_max_history_events(max_history_events)
         self.location = f"PostgreSQL {_safe_dsn(dsn)}"
         self._pool = ConnectionPool(
             dsn,

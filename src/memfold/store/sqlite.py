@@ -1,7 +1,9 @@
 """``storage: sqlite`` — every scope in one SQLite file, ``{home}/memfold.sqlite3``.
 
 WAL journal (readers never wait for the writer), ``synchronous=FULL`` (a commit that
-returned survives a power loss), and a busy timeout so writers from other threads and
+returned survives a power loss), ``secure_delete`` (deleted and overwritten text is zeroed
+in the file, so an erased user leaves no bytes behind; ``forget_user`` also truncates the
+WAL), and a busy timeout so writers from other threads and
 processes queue up instead of failing. Writes run in ``BEGIN IMMEDIATE`` transactions,
 which take the database's write lock before reading the row they replace.
 
@@ -12,6 +14,7 @@ at a time (``check_same_thread=False`` only lets another thread close or reuse i
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -20,9 +23,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memfold.errors import StorageError
-from memfold.store._sql import DOCUMENTS_TABLE, BaseSqlStore
+from memfold.store._sql import DOCUMENTS_TABLE, HISTORY_TABLE, BaseSqlStore
+from memfold.store.base import DEFAULT_MAX_HISTORY_EVENTS, check_max_history_events
 
-__all__ = ["DATABASE_FILE", "SqliteStore", "switch_to_wal"]
+__all__ = ["DATABASE_FILE", "SqliteStore", "switch_to_wal", "truncate_wal"]
 
 DATABASE_FILE = "memfold.sqlite3"
 
@@ -36,6 +40,15 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "user_key TEXT NOT NULL, agent_key TEXT NOT NULL, user_id TEXT, agent TEXT, "
         "revision INTEGER NOT NULL, generation INTEGER NOT NULL, document TEXT NOT NULL, "
         "updated_at TEXT NOT NULL, PRIMARY KEY (user_key, agent_key)) WITHOUT ROWID",
+    ),
+    # 2: change history (memfold_history, see memfold.store._sql)
+    (
+        f"CREATE TABLE IF NOT EXISTS {HISTORY_TABLE} ("
+        "id INTEGER PRIMARY KEY, user_key TEXT NOT NULL, "
+        "agent_key TEXT NOT NULL, revision INTEGER NOT NULL, event TEXT NOT NULL, "
+        "created_at TEXT NOT NULL)",
+        f"CREATE INDEX IF NOT EXISTS {HISTORY_TABLE}_scope "
+        f"ON {HISTORY_TABLE} (user_key, agent_key, id)",
     ),
 )
 
@@ -60,6 +73,19 @@ def switch_to_wal(conn: sqlite3.Connection, timeout: float) -> None:
         pause = min(pause * 2, 0.1)
 
 
+def truncate_wal(conn: sqlite3.Connection, location: str) -> None:
+    """Checkpoint the WAL into the database file and truncate it, so pages that held
+    erased rows do not linger in the WAL. A reader elsewhere can hold it open; then the
+    WAL is truncated by a later checkpoint (logged)."""
+    busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    if busy:
+        logging.getLogger("memfold.store").warning(
+            "%s: another connection kept the WAL busy; erased rows stay in it until the "
+            "next checkpoint",
+            location,
+        )
+
+
 class SqliteStore(BaseSqlStore):
     """A :class:`~memfold.store.base.MemoryStore` in one SQLite database file.
 
@@ -78,6 +104,7 @@ class SqliteStore(BaseSqlStore):
         *,
         busy_timeout_seconds: float = 30.0,
         max_idle_connections: int = 8,
+        max_history_events: int = DEFAULT_MAX_HISTORY_EVENTS,
     ) -> None:
         """Open (creating and migrating if needed) the database at ``path``.
 
@@ -90,6 +117,7 @@ class SqliteStore(BaseSqlStore):
             raise ValueError(f"busy_timeout_seconds={busy_timeout_seconds!r}: must be positive")
         if max_idle_connections < 0:
             raise ValueError(f"max_idle_connections={max_idle_connections!r}: must be >= 0")
+        self.max_history_events = check_max_history_events(max_history_events)
         self.path = Path(path).absolute()
         self.location = f"SQLite database {self.path}"
         self._timeout = busy_timeout_seconds
@@ -108,9 +136,14 @@ class SqliteStore(BaseSqlStore):
             raise
 
     @classmethod
-    def in_home(cls, home: str | os.PathLike[str]) -> SqliteStore:
+    def in_home(
+        cls,
+        home: str | os.PathLike[str],
+        *,
+        max_history_events: int = DEFAULT_MAX_HISTORY_EVENTS,
+    ) -> SqliteStore:
         """The store of a memfold ``home`` folder: ``{home}/memfold.sqlite3``."""
-        return cls(Path(home) / DATABASE_FILE)
+        return cls(Path(home) / DATABASE_FILE, max_history_events=max_history_events)
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(
@@ -120,6 +153,7 @@ class SqliteStore(BaseSqlStore):
             conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
             switch_to_wal(conn, self._timeout)
             conn.execute("PRAGMA synchronous = FULL")
+            conn.execute("PRAGMA secure_delete = ON")  # security: erased text is zeroed
         except BaseException:
             conn.close()
             raise
@@ -159,6 +193,9 @@ class SqliteStore(BaseSqlStore):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+    def _after_erase(self, conn: sqlite3.Connection) -> None:
+        truncate_wal(conn, self.location)
 
     def close(self) -> None:
         """Close the idle connections; ones in use close when released. Idempotent."""
