@@ -274,3 +274,98 @@ def test_the_page_and_its_files_are_served_locally_with_a_strict_policy(open_cli
     assert "innerHTML" not in script  # memory text goes in with textContent only
     assert "http://" not in script
     assert "https://" not in script
+
+
+# --- endpoints over history, summaries, users and erasure ---------------------------------
+
+
+def test_users_lists_each_user_with_agents_and_fact_counts(admin, mem):
+    mem.add_fact("Lives in Lisbon", user_id="alice")
+    mem.add_fact("Uses Go", user_id="alice", agent="coder")
+    mem.add_fact("Likes jazz", user_id="bob")
+    mem.add_fact("Default user fact")
+    users = admin.get(f"{API}/users").json()["users"]
+    assert users == [
+        {"user_id": None, "agents": [], "facts": 1},
+        {"user_id": "alice", "agents": ["coder"], "facts": 2},
+        {"user_id": "bob", "agents": [], "facts": 1},
+    ]
+
+
+def test_delete_user_forgets_every_scope_of_that_user_only(admin, mem):
+    mem.add_fact("Lives in Lisbon", user_id="alice")
+    mem.add_fact("Uses Go", user_id="alice", agent="coder")
+    mem.add_fact("Likes jazz", user_id="bob")
+    response = admin.delete(f"{API}/users/alice")
+    assert response.status_code == 200
+    assert response.json()["scopes"] == 2
+    assert mem.get(user_id="alice").facts == ()
+    assert mem.get(user_id="alice", agent="coder").facts == ()
+    assert mem.history(user_id="alice") == []
+    assert [u["user_id"] for u in admin.get(f"{API}/users").json()["users"]] == ["bob"]
+
+
+def test_put_summary_replaces_one_section(admin, mem):
+    response = admin.put(
+        f"{API}/users/alice/summaries/workContext", json={"summary": "Nurse in Lisbon"}
+    )
+    assert response.status_code == 200
+    assert response.json()["summary"] == "Nurse in Lisbon"
+    assert mem.get(user_id="alice").summary("workContext") == "Nurse in Lisbon"
+    assert (
+        admin.put(
+            f"{API}/users/alice/summaries/personal", json={"summary": "Has a dog"}
+        ).status_code
+        == 200
+    )
+    assert mem.get(user_id="alice").summary("personalContext") == "Has a dog"
+
+
+def test_put_summary_to_an_unknown_section_is_422(admin):
+    response = admin.put(f"{API}/users/alice/summaries/hobbies", json={"summary": "x"})
+    assert response.status_code == 422
+    assert "hobbies" in response.json()["error"]["message"]
+
+
+def test_context_is_exactly_the_injected_block_with_what_was_left_out(admin, mem):
+    for n in range(30):
+        mem.add_fact(f"Fact {n} about the user's many hobbies and projects", user_id="alice")
+    report = admin.get(f"{API}/users/alice/context", params={"max_tokens": 200}).json()
+    assert report["text"] == mem.context(user_id="alice", max_tokens=200)
+    assert report["tokens"] <= report["budget"] == 200
+    assert report["included"]
+    assert report["dropped"]
+    assert {item["reason"] for item in report["dropped"]} == {"budget"}
+
+
+def test_context_with_a_query_puts_the_relevant_fact_in(admin, mem):
+    for n in range(30):
+        mem.add_fact(f"Fact {n} about the user's many hobbies and projects", user_id="alice")
+    mem.add_fact("Is allergic to peanuts", user_id="alice", confidence=0.75)
+    params = {"max_tokens": 120, "query": "can I eat peanut butter?"}
+    report = admin.get(f"{API}/users/alice/context", params=params).json()
+    assert "peanuts" in report["text"]
+    assert report["text"] == mem.context(user_id="alice", max_tokens=120, query=params["query"])
+
+
+def test_history_lists_changes_newest_first_and_filters_by_fact(admin, mem):
+    first = mem.add_fact("Drinks tea", user_id="alice")
+    mem.add_fact("Lives in Lisbon", user_id="alice")
+    mem.edit_fact(first.id, content="Drinks oolong tea", user_id="alice")
+    events = admin.get(f"{API}/users/alice/history").json()["events"]
+    assert [e["kind"] for e in events] == ["edited", "added", "added"]
+    only = admin.get(f"{API}/users/alice/history", params={"fact_id": first.id}).json()["events"]
+    assert [e["kind"] for e in only] == ["edited", "added"]
+    assert len(admin.get(f"{API}/users/alice/history", params={"limit": 1}).json()["events"]) == 1
+
+
+def test_why_explains_a_learned_fact_and_404s_an_unknown_one(admin, mem, talk):
+    mem.update(talk(("I live in Lisbon.", "Noted.")), thread_id="t9", user_id="alice")
+    fact = mem.get(user_id="alice").facts[0]
+    found = admin.get(f"{API}/users/alice/facts/{fact.id}/why").json()
+    assert found["status"] == "live"
+    assert found["origin"]["threadId"] == "t9"
+    assert "Lisbon" in found["origin"]["excerpt"]
+    missing = admin.get(f"{API}/users/alice/facts/fact_nope/why")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "fact_not_found"

@@ -218,7 +218,7 @@ def _seed(mem: Any) -> dict[str, str]:
 def test_a_user_key_cannot_reach_another_user_on_any_endpoint(app, alice, bob, mem):
     spec = alice.get(f"{API}/openapi.json").json()
     user_operations = [op for op in _operations(spec) if "{user_id}" in op[1]]
-    assert len(user_operations) >= 9  # the walk covers the API, not an empty list
+    assert len(user_operations) >= 14  # the walk covers the API, not an empty list
     for method, path, operation in user_operations:
         values = _seed(mem)
         before = mem.export(user_id="bob")
@@ -274,3 +274,20 @@ def test_no_key_can_be_bound_to_the_default_users_path(tmp_path):
         MemoryConfig.build(
             home=tmp_path, server={"api_keys": [{"sha256": hash_key(ADMIN_KEY), "user_id": "~"}]}
         )
+
+
+def test_a_user_key_lists_only_its_own_user(alice, mem):
+    mem.add_fact("Likes jazz", user_id="bob")
+    mem.add_fact("Drinks tea", user_id="alice")
+    assert alice.get(f"{API}/users").json()["users"] == [
+        {"user_id": "alice", "agents": [], "facts": 1}
+    ]
+
+
+def test_a_user_key_may_erase_its_own_user_only(alice, mem):
+    mem.add_fact("Likes jazz", user_id="bob")
+    mem.add_fact("Drinks tea", user_id="alice")
+    assert alice.delete(f"{API}/users/bob").status_code == 404
+    assert len(mem.get(user_id="bob").facts) == 1
+    assert alice.delete(f"{API}/users/alice").status_code == 200
+    assert mem.get(user_id="alice").facts == ()

@@ -49,16 +49,28 @@ def playwright() -> Iterator[Any]:
         yield driver
 
 
+ONBOARDING = [
+    {"role": "user", "content": "I live in Lisbon and I work as a nurse."},
+    {"role": "assistant", "content": "Nice to meet you!"},
+    {"role": "user", "content": "Can you suggest an editor setup?"},
+    {"role": "assistant", "content": "Since you like Emacs, try these packages."},
+    {"role": "user", "content": "No, that's wrong: I use Vim, not Emacs."},
+    {"role": "assistant", "content": "Sorry, noted: Vim."},
+    {"role": "user", "content": "I prefer short answers with code first."},
+    {"role": "assistant", "content": "Will do."},
+]
+
+
 @pytest.fixture(scope="module")
 def home(tmp_path_factory) -> Path:
+    """Alice's memory: learned from a conversation, plus facts added by hand."""
     home = tmp_path_factory.mktemp("browser") / "home"
     with Memory(home=home, start_workers=False) as mem:
+        mem.update(ONBOARDING, thread_id="onboarding", user_id="alice")
         for content, category, confidence in (
             ("Drinks green tea every morning", "preference", 0.9),
             ("Has a dog named Biscuit", "context", 0.85),
-            ("Prefers concise answers with code first", "preference", 0.95),
             ("Is learning Rust in the evenings", "goal", 0.8),
-            ("Works as a data engineer at a logistics company", "context", 0.9),
         ):
             mem.add_fact(content, category=category, confidence=confidence, user_id="alice")
         mem.add_fact("Uses PostgreSQL 16 at work", category="knowledge", user_id="alice",
@@ -116,8 +128,10 @@ def test_edit_and_delete_a_fact_change_the_store_and_the_preview(browser, server
     page.select_option("#user", "alice")
     tea = page.locator(".fact", has_text="Drinks green tea every morning")
     tea.wait_for()
-    assert page.locator(".fact").count() == 5
-    assert page.locator(".category[data-category=preference] .fact").count() == 2
+    stored = _facts(home, user_id="alice")
+    assert page.locator(".fact").count() == len(stored)
+    learned = page.locator(".fact", has_text="Lives in Lisbon")
+    assert "thread onboarding" in learned.inner_text()
     assert "0.90" in tea.inner_text()
     assert "added by hand" in tea.inner_text()
 
@@ -134,7 +148,7 @@ def test_edit_and_delete_a_fact_change_the_store_and_the_preview(browser, server
     ).click()
     page.locator(".fact", has_text="Biscuit").wait_for(state="detached")
     assert not any("Biscuit" in fact for fact in _facts(home, user_id="alice"))
-    assert len(_facts(home, user_id="alice")) == 4
+    assert len(_facts(home, user_id="alice")) == len(stored) - 1
 
     page.click("button[data-tab=preview]")
     preview = page.locator("#preview-text")
@@ -143,9 +157,9 @@ def test_edit_and_delete_a_fact_change_the_store_and_the_preview(browser, server
     assert "green tea" not in preview.inner_text()
     assert "of 2000 tokens" in page.inner_text("#preview-meta")
 
-    page.fill("#budget", "60")
+    page.fill("#budget", "80")
     page.click("#preview-form button[type=submit]")
-    page.locator("#preview-meta").filter(has_text="of 60 tokens").wait_for()
+    page.locator("#preview-meta").filter(has_text="of 80 tokens").wait_for()
     assert page.locator("#preview-dropped li[data-id]").count() >= 1
 
     page.click("button[data-tab=facts]")

@@ -21,7 +21,7 @@ from memfold.config import MemoryConfig
 from memfold.memory import Memory
 from memfold.server.errors import COMMON_ERRORS, install_error_handlers
 from memfold.server.limits import BodyLimit
-from memfold.server.routes import reads, scope, system
+from memfold.server.routes import reads, scope, system, users
 from memfold.server.state import Extension, ServerState
 
 __all__ = ["API_PREFIX", "create_app"]
@@ -86,7 +86,7 @@ def create_app(
         max_bytes=config.server.max_body_bytes,
         max_import_bytes=config.server.max_import_bytes,
     )
-    for router in (system.router, scope.router, reads.router):
+    for router in (system.router, users.router, scope.router, reads.router):
         app.include_router(router, prefix=API_PREFIX, responses=COMMON_ERRORS)
     _add_page(app)
     for extension in extensions:

@@ -103,3 +103,40 @@ class Me(BaseModel):
     admin: bool
     user_id: str | None
     via: str
+
+
+class UserEntry(BaseModel):
+    user_id: str | None
+    agents: list[str]
+    facts: int
+
+
+class UsersOut(BaseModel):
+    users: list[UserEntry]
+
+
+class Erasure(BaseModel):
+    """What ``DELETE /users/{user_id}`` erased."""
+
+    userId: str | None
+    scopes: int
+    queuedUpdates: int
+
+
+class ContextOut(BaseModel):
+    """The block ``context()`` would inject, its exact token count and budget, and every
+    fact and summary section included (in block order) or dropped, with the reason."""
+
+    model_config = ConfigDict(extra="allow")
+
+    text: str
+    tokens: int
+    budget: int
+    included: list[dict[str, Any]]
+    dropped: list[dict[str, Any]]
+
+
+class HistoryOut(BaseModel):
+    """Change events, newest first."""
+
+    events: list[dict[str, Any]]

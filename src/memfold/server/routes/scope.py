@@ -13,12 +13,23 @@ from fastapi import APIRouter, Body, Path, Query, Response, status
 from memfold.model import fact_to_dict
 from memfold.server.deps import MemoryDep, Scoped
 from memfold.server.errors import ApiError, error_responses
-from memfold.server.schemas import MAX_ID_CHARS, FactIn, FactOut, FactPatch
+from memfold.server.schemas import (
+    MAX_ID_CHARS,
+    FactIn,
+    FactOut,
+    FactPatch,
+    SummaryIn,
+    SummaryOut,
+)
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/users/{user_id}", tags=["memory"])
 
+_SECTIONS = (
+    "workContext, personalContext, topOfMind, recentMonths, earlierContext or "
+    "longTermBackground (or a short name such as `personal`)"
+)
 FactIdPath = Annotated[str, Path(min_length=1, max_length=MAX_ID_CHARS)]
 
 
@@ -78,6 +89,18 @@ def delete_fact(fact_id: FactIdPath, scope: Scoped, memory: MemoryDep) -> Respon
     """Delete a fact (404 when it does not exist)."""
     memory.delete_fact(fact_id, **scope.kw)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.put("/summaries/{section}", response_model=SummaryOut)
+def set_summary(
+    section: Annotated[str, Path(min_length=1, max_length=64, description=_SECTIONS)],
+    scope: Scoped,
+    memory: MemoryDep,
+    body: SummaryIn,
+) -> dict[str, Any]:
+    """Replace one summary section's text ("" empties it)."""
+    summary = memory.set_summary(section, body.summary, **scope.kw)
+    return {"section": section, "summary": summary.summary, "updatedAt": summary.updated_at}
 
 
 @router.get("/export")

@@ -66,11 +66,15 @@ function scopeQuery(extra = {}) {
   return { agent: state.agent || null, ...extra };
 }
 
+let noticeTimer = null;
+
 function notify(message, ok = false) {
   const box = $("notice");
   box.textContent = message;
   box.className = ok ? "notice ok" : "notice";
   box.hidden = !message;
+  clearTimeout(noticeTimer);
+  if (ok && message) noticeTimer = setTimeout(() => { box.hidden = true; }, 4000);
 }
 
 function failed(error) {
@@ -123,12 +127,16 @@ async function loadUsers() {
   }
   for (const user of users) {
     const id = user.user_id === null ? DEFAULT_USER : user.user_id;
-    const label = (user.user_id === null ? "(default user)" : user.user_id) + ` · ${user.facts}`;
+    const label = (user.user_id === null ? "(default user)" : user.user_id) + ` (${user.facts} facts)`;
     select.append(el("option", { value: id, text: label }));
   }
   if (state.me.admin) select.append(el("option", { value: "__other__", text: "other user…" }));
   const known = users.some((u) => (u.user_id === null ? DEFAULT_USER : u.user_id) === state.user);
-  if (!known && users.length) {
+  if (!known && state.me.admin && state.user !== DEFAULT_USER) {
+    // a user picked by hand who has no memory yet
+    users.push({ user_id: state.user, agents: [], facts: 0 });
+    select.insertBefore(el("option", { value: state.user, text: state.user + " (0 facts)" }), select.lastChild);
+  } else if (!known && users.length) {
     state.user = users[0].user_id === null ? DEFAULT_USER : users[0].user_id;
   }
   select.value = state.user;
@@ -176,9 +184,8 @@ function renderFacts() {
 }
 
 function factCard(fact) {
-  const card = el("article", { class: "fact", "data-fact-id": fact.id });
   const source = fact.source === "manual" ? "added by hand" : (fact.source ? "thread " + fact.source : "");
-  card.append(
+  return el("article", { class: "fact", "data-fact-id": fact.id },
     el("p", { class: "content", text: fact.content }),
     fact.sourceError ? el("p", { class: "avoid", text: "avoid: " + fact.sourceError }) : null,
     el("div", { class: "facts-meta" },
@@ -187,10 +194,9 @@ function factCard(fact) {
       el("span", { class: "time", title: fact.createdAt, text: when(fact.updatedAt || fact.createdAt) }),
       el("span", { class: "id", text: fact.id })),
     el("div", { class: "actions" },
-      el("button", { type: "button", class: "quiet", text: "Edit", onclick: () => editFact(card, fact) }),
-      el("button", { type: "button", class: "quiet", text: "Why?", onclick: () => why(card, fact) }),
+      el("button", { type: "button", class: "quiet", text: "Edit", onclick: (event) => editFact(event.target.closest(".fact"), fact) }),
+      el("button", { type: "button", class: "quiet", text: "Why?", onclick: (event) => why(event.target.closest(".fact"), fact) }),
       el("button", { type: "button", class: "danger", text: "Delete", onclick: () => deleteFact(fact) })));
-  return card;
 }
 
 function editFact(card, fact) {
@@ -303,15 +309,20 @@ async function loadHistory() {
   else list.replaceChildren(...events.map(historyItem));
 }
 
+function sectionTitle(section) {
+  const found = SECTIONS.find(([name]) => name === section);
+  return found ? found[1] : section;
+}
+
 function historyItem(event) {
-  const what = event.after || event.before || event.section || "";
+  const what = event.after || event.before || "";
   const from = [
     event.actor === "manual" ? "by hand" : event.extractor ? "by " + event.extractor : event.actor,
     event.threadId ? "thread " + event.threadId : "",
     event.reason || "",
   ].filter(Boolean).join(" · ");
   return el("li", { "data-kind": event.kind },
-    el("span", { class: "kind", text: event.kind.replace("_", " ") }), " ",
+    el("span", { class: "kind", text: event.kind.replace("_", " ") + (event.section ? " · " + sectionTitle(event.section) : "") }), " ",
     el("span", { class: "when", text: when(event.at) }),
     what ? el("div", { text: what }) : null,
     event.excerpt ? el("div", { class: "from", text: "“" + event.excerpt + "”" }) : null,
@@ -363,6 +374,7 @@ async function loadQueue() {
 
 async function refresh() {
   await loadMemory();
+  if (!$("user").hidden) await loadUsers();
   if (state.tab === "history") await loadHistory();
   if (state.tab === "preview") await loadPreview();
   loadQueue();
