@@ -369,3 +369,11 @@ def test_why_explains_a_learned_fact_and_404s_an_unknown_one(admin, mem, talk):
     missing = admin.get(f"{API}/users/alice/facts/fact_nope/why")
     assert missing.status_code == 404
     assert missing.json()["error"]["code"] == "fact_not_found"
+
+
+def test_users_are_listed_a_page_at_a_time(admin, mem):
+    for name in ("ann", "ben", "cat", "dan"):
+        mem.add_fact(f"{name} likes tea", user_id=name)
+    first = admin.get(f"{API}/users", params={"limit": 3}).json()["users"]
+    rest = admin.get(f"{API}/users", params={"limit": 3, "offset": 3}).json()["users"]
+    assert [u["user_id"] for u in first + rest] == ["ann", "ben", "cat", "dan"]
