@@ -164,6 +164,7 @@ def test_edit_and_delete_a_fact_change_the_store_and_the_preview(browser, server
 
     page.click("button[data-tab=facts]")
     page.locator(".fact").first.wait_for()
+    page.locator("#notice").wait_for(state="hidden")  # a success notice goes by itself
     shot = Path(os.environ.get("MEMFOLD_SCREENSHOT") or tempfile.mktemp(suffix=".png"))
     page.screenshot(path=str(shot), full_page=True)
     assert shot.read_bytes().startswith(b"\x89PNG")
