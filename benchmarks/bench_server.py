@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 import statistics
 import sys
@@ -144,13 +145,13 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def _load(url: str, clients_n: int, seconds: float) -> dict[str, Any]:
+async def _load(url: str, clients_n: int, seconds: float, prefix: str) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
     limits = httpx.Limits(max_connections=clients_n + 5, max_keepalive_connections=clients_n + 5)
     async with httpx.AsyncClient(
         base_url=url, headers=headers, timeout=60.0, limits=limits
     ) as http:
-        clients = [_Client(n, f"load-user-{n}") for n in range(clients_n)]
+        clients = [_Client(n, f"{prefix}-user-{n}") for n in range(clients_n)]
         stats = _Stats()
         until = time.monotonic() + seconds
         started = time.perf_counter()
@@ -202,8 +203,10 @@ def measure(clients: int, seconds: float, workers: int) -> dict[str, Any] | None
         config_file.write_text(yaml.safe_dump(config), encoding="utf-8")
         env = {"BENCH_KEYS": f"admin:{ADMIN_KEY}"}
         with ServeProcess(config_file=config_file, workers=workers, env=env) as server:
-            result = asyncio.run(_load(server.url, clients, seconds))
-        result.update(clients=clients, seconds=seconds, workers=workers)
+            # one client alone first: what a request costs here without contention
+            baseline = asyncio.run(_load(server.url, 1, min(5.0, seconds), "alone"))
+            result = asyncio.run(_load(server.url, clients, seconds, "load"))
+        result.update(clients=clients, seconds=seconds, workers=workers, baseline=baseline)
         return result
 
 
@@ -224,6 +227,12 @@ def _print(result: dict[str, Any]) -> None:
         f"records accepted: {result['records']} threads ({result['refused']} refused), "
         f"lost: {result['lost_records']}; facts confirmed: {result['facts']}, "
         f"lost: {result['lost_facts']}; queue drained in {result['drain_seconds']:.1f} s"
+    )
+    alone = result["baseline"]
+    print(
+        f"one client alone first: p50 {alone['p50_ms']:.1f} ms, p95 {alone['p95_ms']:.1f} ms "
+        f"({alone['requests'] / alone['elapsed']:.0f} requests/s); load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the end"
     )
     if result["errors"]:
         print("errors: " + ", ".join(f"{k} ×{v}" for k, v in sorted(result["errors"].items())))

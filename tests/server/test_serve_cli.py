@@ -101,3 +101,41 @@ def test_a_live_server_drains_a_recorded_conversation_on_sigterm(tmp_path):
     assert "Traceback" not in server.output()
     with Memory(home=home, start_workers=False) as mem:
         assert [f.content for f in mem.get(user_id="alice").facts] == ["Lives in Lisbon"]
+
+
+def test_connections_are_served_with_nagle_off():
+    """With several workers uvicorn's own listening socket leaves Nagle on, and every
+    response then waited ~40 ms for the client's delayed ACK."""
+    import socket
+
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    from memfold.server._protocol import NoDelayH11Protocol
+
+    class Transport:
+        def __init__(self, sock):
+            self.sock = sock
+
+        def get_extra_info(self, name, default=None):
+            return self.sock if name == "socket" else default
+
+        def close(self):
+            self.sock.close()
+
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # proto 0, as uvicorn binds
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    client = socket.create_connection(listener.getsockname())
+    accepted, _ = listener.accept()
+    try:
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
+        config = uvicorn.Config(app=lambda scope, receive, send: None)
+        config.load()
+        protocol = NoDelayH11Protocol(config=config, server_state=ServerState(), app_state={})
+        protocol.connection_made(Transport(accepted))
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+        protocol.connection_lost(None)
+    finally:
+        for sock in (client, accepted, listener):
+            sock.close()

@@ -83,6 +83,7 @@ def serve(options: Any, host: str, port: int, workers: int, log_level: str) -> N
         import uvicorn
 
         import memfold.server.app  # noqa: F401 (fail here, with the hint, when FastAPI is missing)
+        from memfold.server._protocol import NoDelayH11Protocol
     except ImportError as exc:
         raise ConfigError(
             f"memfold serve needs the server extra ({exc.name} is missing): "
@@ -98,6 +99,7 @@ def serve(options: Any, host: str, port: int, workers: int, log_level: str) -> N
         workers=workers,
         log_level=log_level,
         proxy_headers=False,  # the client address decides trust in the proxy header
+        http=NoDelayH11Protocol,
     )
 
 
