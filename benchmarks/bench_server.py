@@ -206,6 +206,9 @@ def measure(clients: int, seconds: float, workers: int) -> dict[str, Any] | None
             # one client alone first: what a request costs here without contention
             baseline = asyncio.run(_load(server.url, 1, min(5.0, seconds), "alone"))
             result = asyncio.run(_load(server.url, clients, seconds, "load"))
+            log = server.output()
+            if "Traceback" in log or "ERROR" in log:
+                print(f"# bench_server: the server logged errors:\n{log[-3000:]}", file=sys.stderr)
         result.update(clients=clients, seconds=seconds, workers=workers, baseline=baseline)
         return result
 

@@ -69,13 +69,22 @@ def check_bind(host: str, config: MemoryConfig, workers: int) -> None:
     help="Worker processes (use a SQLite or PostgreSQL queue with more than one).",
 )
 @click.option(
+    "--timeout-keep-alive",
+    type=click.IntRange(1, 3600),
+    default=75,
+    show_default=True,
+    help="Seconds an idle connection stays open (keep it above your proxy's idle timeout).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
     show_default=True,
 )
 @click.pass_obj
-def serve(options: Any, host: str, port: int, workers: int, log_level: str) -> None:
+def serve(  # noqa: PLR0917 (click passes options positionally)
+    options: Any, host: str, port: int, workers: int, timeout_keep_alive: int, log_level: str
+) -> None:
     """Serve the REST API (/api/v1) and the memory web page (/) with uvicorn."""
     config = options.memory_config()
     check_bind(host, config, workers)
@@ -98,6 +107,7 @@ def serve(options: Any, host: str, port: int, workers: int, log_level: str) -> N
         port=port,
         workers=workers,
         log_level=log_level,
+        timeout_keep_alive=timeout_keep_alive,
         proxy_headers=False,  # the client address decides trust in the proxy header
         http=NoDelayH11Protocol,
     )
