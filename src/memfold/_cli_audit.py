@@ -38,6 +38,8 @@ def event_line(event: ChangeEvent) -> str:
         parts.append(f"replaces {', '.join(event.replaces)}")
     if event.reason and event.kind != "added":
         parts.append(f"({_short(event.reason, 80)})")
+    if event.redactions:
+        parts.append(f"<redacted: {', '.join(event.redactions)}>")
     if event.thread_id:
         parts.append(f"[thread {event.thread_id}]")
     return "  ".join(parts)

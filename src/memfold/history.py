@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from memfold.model import Fact, fact_to_dict
+from memfold.redact import redaction_kinds
 
 __all__ = [
     "Actor",
@@ -82,6 +83,13 @@ class ChangeEvent:
     replaced_by: str | None = None
     replaces: tuple[str, ...] = ()
 
+    @property
+    def redactions(self) -> tuple[str, ...]:
+        """What was redacted from this change's texts, by rule kind (``openai_key``,
+        ``password``, …), never the value: derived from the markers the texts hold, so it
+        is true for every event, including those redacted again at recall."""
+        return redaction_kinds(self.before, self.after, self.excerpt, self.reason)
+
     def to_dict(self) -> dict[str, Any]:
         """camelCase, ``revision`` first (the JSON store reads it without parsing the rest)."""
         out: dict[str, Any] = {
@@ -94,6 +102,8 @@ class ChangeEvent:
             value = getattr(self, name)
             if value not in (None, "", ()):
                 out[key] = list(value) if isinstance(value, tuple) else value
+        if self.redactions:
+            out["redactions"] = list(self.redactions)
         return out
 
     @classmethod

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from memfold.model import Message
 from memfold.redact._engine import Detector, DetectorSet, Finding, View, replace_findings, scan
 from memfold.redact._generic import GENERIC
-from memfold.redact._markers import is_only_redaction
+from memfold.redact._markers import is_only_redaction, redaction_kinds
 from memfold.redact._prose import PROSE
 from memfold.redact._providers import MAINTAINED, MAINTAINED_SOURCE, OWN
 from memfold.redact._recall import cached_scrub, redact_document, redact_fact
@@ -50,6 +50,7 @@ __all__ = [
     "redact_document",
     "redact_fact",
     "redact_messages",
+    "redaction_kinds",
     "redactor_for",
 ]
 

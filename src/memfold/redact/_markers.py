@@ -35,6 +35,17 @@ _SECRET_IS_MARKER = re.compile(
 )
 
 
+def redaction_kinds(*texts: str | None) -> tuple[str, ...]:
+    """The kinds named by the redaction markers in ``texts`` (``openai_key``, ``password``,
+    …), each once, in order of appearance: what was redacted, never the value."""
+    seen: dict[str, None] = {}
+    for text in texts:
+        if text and MARKER_START in text:
+            for marker in _MARKER.finditer(text):
+                seen.setdefault(marker.group(0)[len(MARKER_START) : -1])
+    return tuple(seen)
+
+
 def is_only_redaction(text: str) -> bool:
     """True when ``text`` holds a redaction marker and nothing else worth remembering:
     "My key is [REDACTED:openai_key]", "API token: [REDACTED:secret]", "密码是[REDACTED:password]".
