@@ -43,13 +43,10 @@ class _Options:
     agent: str | None
 
     def memory(self) -> Memory:
-        return Memory(self.memory_config(), start_workers=False)
-
-    def memory_config(self) -> MemoryConfig:
         overrides: dict[str, Any] = {}
         if self.home is not None:
             overrides["home"] = self.home
-        return MemoryConfig.build(self.config, **overrides)
+        return Memory(MemoryConfig.build(self.config, **overrides), start_workers=False)
 
     @property
     def scope(self) -> _ScopeArgs:

@@ -86,7 +86,7 @@ def serve(  # noqa: PLR0917 (click passes options positionally)
     options: Any, host: str, port: int, workers: int, timeout_keep_alive: int, log_level: str
 ) -> None:
     """Serve the REST API (/api/v1) and the memory web page (/) with uvicorn."""
-    config = options.memory_config()
+    config = MemoryConfig.build(options.config, home=options.home)
     check_bind(host, config, workers)
     try:
         import uvicorn
