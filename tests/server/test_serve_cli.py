@@ -139,3 +139,50 @@ def test_connections_are_served_with_nagle_off():
     finally:
         for sock in (client, accepted, listener):
             sock.close()
+
+
+@pytest.mark.slow
+def test_two_workers_on_sqlite_lose_nothing(tmp_path):
+    """Concurrent records and edits spread over two worker processes sharing a SQLite
+    store and queue: every confirmed fact is stored and every thread is learned."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    home = tmp_path / "home"
+    config = tmp_path / "memfold.yaml"
+    config.write_text(
+        f"home: {home}\nstorage: sqlite\nqueue: sqlite\ndebounce_seconds: 0.2\n"
+        "max_wait_seconds: 1\nmax_facts: 1000\n"
+    )
+
+    def client(number: int, url: str) -> list[str]:
+        confirmed = []
+        with httpx.Client(base_url=url, timeout=60) as http:
+            for turn in range(5):
+                content = f"Owns bicycle number {number}-{turn}"
+                if http.post("/api/v1/users/u/facts", json={"content": content}).status_code == 201:
+                    confirmed.append(content)
+            city = ["Lisbon", "Porto", "Osaka", "Lyon"][number]
+            messages = [
+                {"role": "user", "content": f"I live in {city}."},
+                {"role": "assistant", "content": "Noted."},
+            ]
+            body = {"thread_id": f"t{number}", "messages": messages}
+            assert http.post(f"/api/v1/users/city{number}/conversations", json=body).json()[
+                "queued"
+            ]
+        return confirmed
+
+    with ServeProcess(config_file=config, workers=2) as server:
+        with ThreadPoolExecutor(4) as pool:
+            confirmed = [c for found in pool.map(client, range(4), [server.url] * 4) for c in found]
+        server.stop()
+    assert len(confirmed) == 20
+    with Memory(home=home, storage="sqlite", start_workers=False) as mem:
+        stored = {f.content for f in mem.get(user_id="u").facts}
+        assert set(confirmed) <= stored
+        for number, city in enumerate(["Lisbon", "Porto", "Osaka", "Lyon"]):
+            assert [f.content for f in mem.get(user_id=f"city{number}").facts] == [
+                f"Lives in {city}"
+            ]
