@@ -124,3 +124,16 @@ def test_an_app_that_shut_down_answers_503(tmp_path):
         assert client.get(f"{API}/users/a/memory").status_code == 200
     late = TestClient(app).get(f"{API}/users/a/memory")  # after the lifespan ended
     assert "shutting down" in _error(late, 503, "unavailable")
+
+
+def test_a_document_the_store_refuses_is_422_not_a_retry(admin, mem, monkeypatch):
+    class Refused(StorageError, ValueError):
+        pass
+
+    def refuse(*args, **kwargs):
+        raise Refused("cannot store the memory of user 'alice': a value JSON cannot hold")
+
+    monkeypatch.setattr(mem, "add_fact", refuse)
+    response = admin.post(f"{API}/users/alice/facts", json={"content": "Drinks tea"})
+    assert "JSON cannot hold" in _error(response, 422, "invalid")
+    assert "retry-after" not in response.headers

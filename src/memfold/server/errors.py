@@ -110,10 +110,10 @@ def _translate(exc: Exception) -> tuple[int, str, str, dict[str, str] | None]:
         return 409, "revision_conflict", message, _retry_later()
     if isinstance(exc, CorruptMemoryError):
         return 503, "corrupt_memory", str(exc), None
+    if isinstance(exc, (ValueError, TypeError)):  # the facade's checks (also a store's refusal)
+        return 422, "invalid", str(exc), None
     if isinstance(exc, StorageError):
         return 503, "storage_unavailable", f"{exc}; retry later", _retry_later()
-    if isinstance(exc, (ValueError, TypeError)):  # the facade's argument checks
-        return 422, "invalid", str(exc), None
     if isinstance(exc, MemfoldError):
         return 503, "unavailable", str(exc), None
     raise exc
