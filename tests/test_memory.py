@@ -441,3 +441,22 @@ def test_clear_while_a_taken_job_has_not_loaded_the_document_yet_forgets_its_tur
     sent = [m.content for m in spy.requests[-1].messages]
     assert ALICE[0]["content"] not in sent  # said before the clear: forgotten
     assert ALICE[2]["content"] in sent
+
+
+def test_recording_each_exchange_on_its_own_learns_every_one(tmp_path):
+    """D5: within a debounce window a record holding only the newest exchange used to
+    replace the pending one, so 9 of 10 were never learned."""
+    with make_memory(tmp_path, extractor=SpyExtractor()) as mem:
+        for k in range(10):
+            assert mem.record(
+                [
+                    {"role": "user", "content": f"fact number {k}"},
+                    {"role": "assistant", "content": "ok, noted"},
+                ],
+                thread_id="t",
+                user_id="u",
+            )
+        assert mem.flush()
+        spy = mem._extractor
+        sent = [m.content for request in spy.requests for m in request.messages]
+        assert [t for t in sent if t.startswith("fact")] == [f"fact number {k}" for k in range(10)]

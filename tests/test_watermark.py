@@ -15,7 +15,15 @@ from memfold.model import (
     empty_document,
     message_key,
 )
-from memfold.watermark import advance, merge_messages, new_messages, watermark_key
+from memfold.watermark import (
+    MergeIndex,
+    advance,
+    merge_messages,
+    merge_record,
+    merge_record_indexed,
+    new_messages,
+    watermark_key,
+)
 
 
 def msgs(*texts: str, ids: bool = False) -> tuple[Message, ...]:
@@ -165,3 +173,49 @@ def test_merge_of_two_windows_of_one_thread_is_their_union_in_order(
     merged = merge_messages(first, second)
     expected = tuple(m for m in thread if m in first or m in second)
     assert merged == expected
+
+
+def test_merge_keeps_a_reply_repeated_word_for_word_after_another_question() -> None:
+    older = (Message("user", "I live in Oslo"), Message("assistant", "Noted."))
+    newer = (Message("user", "I work as a nurse"), Message("assistant", "Noted."))
+    merged = merge_messages(older, newer)
+    assert [m.content for m in merged] == [
+        "I live in Oslo",
+        "Noted.",
+        "I work as a nurse",
+        "Noted.",
+    ]
+
+
+def test_merge_record_keeps_the_latest_snapshot_or_merges_a_partial_one() -> None:
+    thread = msgs("a", "b", "c", "d")
+    assert merge_record(thread[:2], thread) == thread
+    assert merge_record(thread[:2], thread[2:]) == thread
+    assert merge_record(thread, thread[1:]) == thread  # a sliding window lost "a": kept
+
+
+def test_merge_is_linear_when_one_reply_repeats_thousands_of_times() -> None:
+    older = tuple(
+        m for i in range(20_000) for m in (Message("user", f"q{i}"), Message("assistant", "ok"))
+    )
+    newer = (*older[1:], Message("user", "last"))
+    assert merge_messages(older, newer) == (*older, Message("user", "last"))
+
+
+_MESSAGES = st.builds(
+    Message,
+    st.sampled_from(["user", "assistant"]),
+    st.sampled_from(["ok", "Noted.", "hi", "I live in Oslo", "x"]),
+    st.one_of(st.none(), st.sampled_from(["m1", "m2", "m3"])),
+)
+
+
+@given(st.lists(_MESSAGES, max_size=8), st.lists(_MESSAGES, max_size=6), st.booleans())
+def test_indexed_merge_is_the_same_merge(
+    pending: list[Message], record: list[Message], indexed: bool
+) -> None:
+    index = MergeIndex(pending) if indexed else None
+    merged, _, appended = merge_record_indexed(tuple(pending), index, tuple(record))
+    assert merged == merge_record(tuple(pending), tuple(record))
+    if appended:
+        assert merged == (*pending, *record)

@@ -22,7 +22,7 @@ from memfold.context_report import ContextReport, report
 from memfold.errors import FactNotFoundError, MemfoldError
 from memfold.history import ChangeEvent, FactProvenance, events_for_fact, provenance
 from memfold.inject import ContextRenderer
-from memfold.model import MemoryDocument, Scope, Summary
+from memfold.model import MemoryDocument, Scope, Summary, checked_scope
 from memfold.queue.base import JobKey, UpdateQueue
 from memfold.redact import Redactor, cached_scrub, redact_fact
 from memfold.search import Searcher
@@ -139,7 +139,7 @@ class AuditMixin:
         store = self._history_store()
         if store is None:
             return []
-        scope = Scope(user_id, agent)
+        scope = checked_scope(user_id, agent)
         if fact_id is None:
             found = store.history(scope, limit=limit)
         else:
@@ -170,7 +170,7 @@ class AuditMixin:
             FactNotFoundError: neither the memory nor its history knows ``fact_id``.
             StorageError: the store cannot be read.
         """
-        scope = Scope(user_id, agent)
+        scope = checked_scope(user_id, agent)
         fact = self._store.load(scope).fact(fact_id)
         if fact is not None:
             fact = redact_fact(fact, self._redactor)  # security: redact at recall
@@ -201,7 +201,7 @@ class AuditMixin:
             TypeError: ``query`` is neither a string nor None.
             StorageError: the store cannot be read.
         """
-        scope = Scope(user_id, agent)
+        scope = checked_scope(user_id, agent)
         document, today, relevance = self._injection_inputs(scope, today, query)
         plan = self._renderer.explain(
             document, max_tokens=max_tokens, today=today, relevance=relevance
@@ -226,7 +226,7 @@ class AuditMixin:
         Raises:
             ValueError: an unknown section or text that is not a string.
         """
-        scope = Scope(user_id, agent)
+        scope = checked_scope(user_id, agent)
         name = edits.section_name(section)
         clean = (
             self._redactor(text) if self._redactor is not None and isinstance(text, str) else text
@@ -294,6 +294,7 @@ class AuditMixin:
                 ``forget_user``).
             StorageError: the store or queue failed; retry (erasure is idempotent).
         """
+        checked_scope(user_id, None)
         if not isinstance(self._store, HistoryStore):
             raise MemfoldError(
                 f"the store {type(self._store).__name__} cannot erase a user: it has no "

@@ -7,6 +7,7 @@ same (``dedup_key``), of fresh ids, timestamps and the order in which the cap ev
 from __future__ import annotations
 
 import math
+import re
 import secrets
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -17,8 +18,11 @@ from memfold.model import Fact
 
 __all__ = [
     "DEFAULT_CATEGORY",
+    "MAX_CATEGORY_CHARS",
+    "MAX_CATEGORY_WORDS",
     "MAX_ID_ATTEMPTS",
     "FactIdError",
+    "category_problem",
     "check_aware",
     "check_max_facts",
     "dedup_key",
@@ -47,10 +51,44 @@ def dedup_key(content: str) -> str:
     return text.rstrip(_TRAILING_PUNCTUATION + " ")
 
 
-def normalise_category(category: object) -> str:
+#: A category is a short label: at most this many characters and words.
+MAX_CATEGORY_CHARS = 32
+MAX_CATEGORY_WORDS = 3
+_CATEGORY = re.compile(r"[^\W_][\w\- ]*")
+# A word this long mixing letters and digits reads like a key or a password, not a label.
+_KEY_LIKE = re.compile(r"(?=[^ ]*\d)(?=[^ ]*[^\W\d_])[\w\-]{8,}")
+
+
+def category_problem(category: str) -> str | None:
+    """Why ``category`` (lower-cased, whitespace collapsed) is not a label, or None.
+
+    A category is rendered as the label of every fact and sent back to the model, so it
+    must not carry text: letters, digits, spaces, ``-`` and ``_`` only, at most 32
+    characters and 3 words, no redaction marker and no key-like word (security: a secret
+    echoed or typed into a category would otherwise be stored and shown)."""
+    if len(category) > MAX_CATEGORY_CHARS or len(category.split()) > MAX_CATEGORY_WORDS:
+        return (
+            f"a category is a short label (at most {MAX_CATEGORY_CHARS} characters and "
+            f"{MAX_CATEGORY_WORDS} words)"
+        )
+    if not _CATEGORY.fullmatch(category):
+        return "a category holds only letters, digits, spaces, '-' and '_'"
+    if _KEY_LIKE.search(category):
+        return "a category may not hold a key-like word (letters and digits mixed)"
+    return None
+
+
+def normalise_category(category: object, scrub: Callable[[str], str] | None = None) -> str:
+    """An extractor's category as stored: lower case, whitespace collapsed, redacted by
+    ``scrub``; the default when it is missing or is not a label (``category_problem``)."""
     if not isinstance(category, str):
         return DEFAULT_CATEGORY
-    return category.strip().lower() or DEFAULT_CATEGORY
+    label = " ".join(category.lower().split())
+    if scrub is not None and label:
+        label = scrub(label)
+    if not label or category_problem(label) is not None:
+        return DEFAULT_CATEGORY
+    return label
 
 
 def normalise_confidence(value: object) -> float | None:

@@ -138,6 +138,12 @@ _UPLOAD_EVENT = re.compile(
 )
 
 
+def _text(value: object, scrub: Callable[[str], str] | None) -> str:
+    """An extractor's free text (a removal reason) as kept: stripped and redacted."""
+    text = value.strip() if isinstance(value, str) else ""
+    return scrub(text) if scrub is not None and text else text
+
+
 def _mentions_upload(content: str) -> bool:
     return _UPLOAD_EVENT.search(content) is not None
 
@@ -226,7 +232,7 @@ def _admit(
     raised: dict[str, float] = {}
     for position, item in enumerate(items):
         content, reason, confidence = _reject_reason(item, context.confidence_threshold)
-        if context.scrub is not None and reason is None:  # security: redact new facts
+        if context.scrub is not None and content:  # security: redact, even what is skipped
             content = context.scrub(content)
         # Checked even without a scrubber: the model saw redacted turns and may echo markers.
         if reason is None and is_only_redaction(content):
@@ -254,7 +260,7 @@ def _admit(
         new_facts[fact_id] = Fact(
             id=fact_id,
             content=content,
-            category=normalise_category(item.category),
+            category=normalise_category(item.category, context.scrub),  # security: a label
             confidence=confidence,
             created_at=now_iso,
             updated_at=now_iso,
@@ -331,7 +337,7 @@ def apply(document: MemoryDocument, change_set: ChangeSet, context: ApplyContext
     for fact in current:
         if fact.id in removed:
             request = requests[fact.id]
-            why = request.reason or "removed by the extractor"
+            why = _text(request.reason, context.scrub) or "removed by the extractor"
             if request.replaced_by is None:
                 changes.append(Change("removed", fact.id, None, fact.content, why, fact.content))
                 gone.append(Gone(fact.id, fact.content))

@@ -35,9 +35,17 @@ __all__ = [
     "MemoryConfig",
     "ServerConfig",
     "mask_secrets",
+    "mask_url",
 ]
 
 ENV_PREFIX = "MEMFOLD_"
+
+
+def _masked_repr_args(model: Any, args: Any) -> Any:
+    """security: ``repr``/``str`` of a model with a ``base_url`` show it with its
+    credentials masked (the field itself is ``repr=False``)."""
+    yield from args
+    yield "base_url", mask_url(model.base_url)
 
 
 class LLMConfig(BaseModel):
@@ -48,13 +56,16 @@ class LLMConfig(BaseModel):
 
     provider: Literal["openai", "langchain"] = "openai"
     model: str = Field(min_length=1)
-    base_url: str | None = None
+    base_url: str | None = Field(default=None, repr=False)  # security: masked in __repr_args__
     api_key_env: str | None = "OPENAI_API_KEY"
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     timeout_seconds: float = Field(default=60.0, gt=0.0, le=3600.0)
     max_retries: int = Field(default=2, ge=0, le=10)
     #: ``auto`` tries JSON mode and falls back when the server rejects it.
     json_mode: Literal["auto", "on", "off"] = "auto"
+
+    def __repr_args__(self) -> Any:
+        return _masked_repr_args(self, super().__repr_args__())
 
 
 class EmbeddingsConfig(BaseModel):
@@ -65,12 +76,15 @@ class EmbeddingsConfig(BaseModel):
 
     provider: Literal["openai"] = "openai"
     model: str = Field(min_length=1)
-    base_url: str | None = None
+    base_url: str | None = Field(default=None, repr=False)  # security: masked in __repr_args__
     api_key_env: str | None = "OPENAI_API_KEY"
     timeout_seconds: float = Field(default=10.0, gt=0.0, le=600.0)
     #: Ask the model for shorter vectors (OpenAI text-embedding-3 models accept it).
     dimensions: int | None = Field(default=None, ge=1, le=65_536)
     batch_size: int = Field(default=64, ge=1, le=2048)
+
+    def __repr_args__(self) -> Any:
+        return _masked_repr_args(self, super().__repr_args__())
 
 
 # --- memfold serve (issue 18) -------------------------------------------------------------
@@ -172,6 +186,17 @@ class MemoryConfig(BaseModel):
 
     #: ``memfold serve`` (issue 18): API keys, trusted proxy header, body limits.
     server: ServerConfig = ServerConfig()
+
+    # --- reliability (issue 10) ---------------------------------------------------------
+    #: Largest extraction request (prompt tokens); longer runs of new turns are chunked.
+    #: The default fits a 32k-context model with 8k left for the reply.
+    max_extraction_input_tokens: int = Field(default=24_000, ge=1_000, le=2_000_000)
+    #: Pending turns the in-process and durable queues hold at most (UTF-8 bytes).
+    max_pending_bytes: int = Field(default=256 * 1024 * 1024, ge=1024, le=2**40)
+    #: Racing commits of one scope are retried for this long before a ConflictError.
+    conflict_timeout_seconds: float = Field(default=10.0, ge=0.0, le=600.0)
+    #: How long a PostgreSQL store or queue call waits for a connection before failing.
+    connect_timeout_seconds: float = Field(default=2.0, gt=0.0, le=300.0)
 
     # --- change history (issue 13) ---
     #: Change events kept per scope, oldest dropped first; 0 keeps no history.
@@ -372,25 +397,82 @@ def _explain(exc: ValidationError) -> str:
 
 
 _SECRET_KEY = re.compile(r"(password|passwd|secret|token|api_key$|apikey)", re.IGNORECASE)
-# security: empty user (redis://:pw@), quoted values, pwd=/sslpassword= (issue 7)
-# The password runs to the last "@" of the authority (an unencoded "@" in it is common).
-_URL_PASSWORD = re.compile(
-    r"(?P<head>[a-z][a-z0-9+.-]*://[^:/@\s]*:)(?P<pw>\S+?)(?=@[^@\s/?#]*(?:[/?#\s]|$))", re.I
-)
+# security: every pattern below runs in linear time (bounded repeats, anchored starts).
+# A URL: a scheme that starts a word, then everything up to whitespace.
+_URL = re.compile(r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,31}://\S*")
 _DSN_PASSWORD = re.compile(
-    r"(?P<head>\b(?:ssl)?(?:password|passwd|pwd)\s*=\s*)(?P<pw>'[^']*'|\"[^\"]*\"|[^\s;&]+)", re.I
+    r"(?P<head>\b(?:ssl)?(?:password|passwd|pwd)[ \t]{0,16}=[ \t]{0,16})"
+    r"(?P<pw>'[^']{0,1024}'|\"[^\"]{0,1024}\"|[^\s;&]+)",
+    re.I,
 )
+#: Query and fragment parameters whose value is a credential (compared lower-cased, with
+#: ``-`` read as ``_``), and name endings that make one.
+_SECRET_PARAMS = frozenset(
+    {
+        "key", "apikey", "api_key", "x_api_key", "token", "access_token", "refresh_token",
+        "id_token", "auth", "authorization", "secret", "client_secret", "password",
+        "passwd", "pwd", "sig", "signature", "sas", "code", "session", "sessionid",
+        "credential", "x_amz_credential", "x_amz_security_token", "x_goog_signature",
+    }
+)  # fmt: skip
+_SECRET_SUFFIXES = ("_key", "_token", "_secret", "_password", "_signature", "_sig")
+_MASK = "****"
+
+
+def _secret_param(name: str) -> bool:
+    key = name.strip().lower().replace("-", "_")
+    return key in _SECRET_PARAMS or key.endswith(_SECRET_SUFFIXES)
+
+
+def _mask_params(part: str) -> str:
+    """``a=1&api_key=sk-…`` with the values of credential parameters masked; everything
+    else kept byte for byte (no re-encoding)."""
+    pieces = []
+    for piece in part.split("&"):
+        name, equals, value = piece.partition("=")
+        pieces.append(f"{name}={_MASK}" if equals and value and _secret_param(name) else piece)
+    return "&".join(pieces)
+
+
+def _mask_one_url(url: str) -> str:
+    scheme, _, rest = url.partition("://")
+    cut = len(rest)
+    for mark in "/?#":
+        found = rest.find(mark)
+        if found != -1:
+            cut = min(cut, found)
+    authority, tail = rest[:cut], rest[cut:]
+    if "@" in authority:  # the password runs to the last "@" (an unencoded "@" is common)
+        userinfo, _, host = authority.rpartition("@")
+        user, colon, password = userinfo.partition(":")
+        if colon and password:
+            authority = f"{user}:{_MASK}@{host}"
+    if "?" in tail or "#" in tail:
+        path, hash_mark, fragment = tail.partition("#")
+        path, question, query = path.partition("?")
+        tail = path + question + _mask_params(query) + hash_mark + _mask_params(fragment)
+    return f"{scheme}://{authority}{tail}"
+
+
+def mask_url(text: str | None) -> str | None:
+    """``text`` with the credentials in every URL it holds masked: the password of the
+    user-info (``https://user:****@host``) and the values of query or fragment parameters
+    named like keys (``?api_key=****``, ``key``, ``token``, ``access_token``, ``secret``,
+    ``sig``, names ending in ``_key``/``_token``…). Linear in the length of ``text``."""
+    if not text or "://" not in text:
+        return text
+    return _URL.sub(lambda m: _mask_one_url(m.group()), text)
 
 
 def mask_secrets(value: Any, key: str = "") -> Any:
-    """Mask passwords in URLs/DSNs and values of secret-looking keys, recursively."""
+    """Mask passwords and keys in URLs/DSNs and values of secret-looking keys, recursively."""
     if isinstance(value, Mapping):
         return {k: mask_secrets(v, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [mask_secrets(v, key) for v in value]
     if isinstance(value, str):
         if _SECRET_KEY.search(key) and not key.endswith("_env") and value:
-            return "****"
-        value = _URL_PASSWORD.sub(lambda m: m.group("head") + "****", value)
-        return _DSN_PASSWORD.sub(lambda m: m.group("head") + "****", value)
+            return _MASK
+        value = mask_url(value) or value
+        return _DSN_PASSWORD.sub(lambda m: m.group("head") + _MASK, value)
     return value

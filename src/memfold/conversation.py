@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 from memfold.model import Message
+from memfold.tokens import valid_unicode
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -65,9 +66,10 @@ _TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_call", "function_call", "serv
 # Tool output sent back in a user-role message (Anthropic style) is tool traffic, not a turn.
 _TOOL_RESULT_BLOCKS: Final = frozenset({"tool_result", "function_call_output"})
 
-_UPLOADS: Final = re.compile(
-    r"<uploaded_files\b[^>]*>.*?(?:</uploaded_files\s*>|\Z)", re.IGNORECASE | re.DOTALL
-)
+# security: upload blocks are found by plain scans that only move forward (linear on any
+# input); one pattern with "[^>]*" rescanned the rest of the text at every unclosed tag.
+_UPLOAD_OPEN: Final = re.compile(r"<uploaded_files\b", re.IGNORECASE)
+_UPLOAD_CLOSE: Final = re.compile(r"</uploaded_files\s*>", re.IGNORECASE)
 
 # --- trivial acknowledgements ------------------------------------------------------------
 
@@ -188,18 +190,42 @@ def is_trivial(text: str) -> bool:
 
 
 def strip_uploads(text: str) -> str:
-    """Remove ``<uploaded_files>…</uploaded_files>`` blocks (any case, across lines)."""
+    """Remove ``<uploaded_files …>…</uploaded_files>`` blocks (any case, across lines; an
+    unclosed block runs to the end). Linear in the length of ``text``."""
     if "<" not in text:
         return text
-    return _UPLOADS.sub("", text).strip()
+    kept: list[str] = []
+    position = 0
+    while (opening := _UPLOAD_OPEN.search(text, position)) is not None:
+        tag_end = text.find(">", opening.end())
+        if tag_end == -1:  # no complete opening tag from here on
+            break
+        kept.append(text[position : opening.start()])
+        closing = _UPLOAD_CLOSE.search(text, tag_end + 1)
+        if closing is None:
+            position = len(text)
+            break
+        position = closing.end()
+    if not kept and position == 0:
+        return text.strip()
+    kept.append(text[position:])
+    return "".join(kept).strip()
 
 
 # --- normalisation ------------------------------------------------------------------------
 
 
+#: Deepest list-in-list nesting of content parts that is read (deeper is an error).
+_MAX_PART_DEPTH: Final = 8
+
+
 def _flatten(content: object, index: int) -> tuple[str, bool]:
     """Text of a message's content, and whether it is tool traffic (a tool call, or only
-    tool results)."""
+    tool results).
+
+    Raises:
+        TypeError: the content, or a text part's ``text``, is not text.
+    """
     if isinstance(content, str):
         return content.strip(), False
     if content is None:
@@ -210,22 +236,63 @@ def _flatten(content: object, index: int) -> tuple[str, bool]:
             f"got {type(content).__name__}"
         )
     texts: list[str] = []
-    calls_tool = tool_result = False
-    for part in content:
+    flags = [False, False]  # calls a tool, holds tool results
+    _collect(content, index, texts, flags, depth=0)
+    text = "\n".join(t for t in texts if t.strip()).strip()
+    return text, flags[0] or (flags[1] and not text)
+
+
+def _collect(
+    parts: list[object] | tuple[object, ...],
+    index: int,
+    texts: list[str],
+    flags: list[bool],
+    *,
+    depth: int,
+) -> None:
+    """Gather the text parts (lists of parts may nest) and note tool blocks in ``flags``."""
+    if depth >= _MAX_PART_DEPTH:
+        raise TypeError(
+            f"messages[{index}]: content parts nested more than {_MAX_PART_DEPTH} lists "
+            "deep; flatten the content"
+        )
+    for part in parts:
         if isinstance(part, str):
             texts.append(part)
+        elif isinstance(part, list | tuple):
+            _collect(part, index, texts, flags, depth=depth + 1)
         elif isinstance(part, Mapping):
             kind = part.get("type")
             if kind in _TEXT_BLOCKS:
-                text = part.get("text")
-                if isinstance(text, str):
-                    texts.append(text)
+                texts.append(_part_text(part.get("text"), index))
             elif kind in _TOOL_BLOCKS:
-                calls_tool = True
+                flags[0] = True
             elif kind in _TOOL_RESULT_BLOCKS:
-                tool_result = True
-    text = "\n".join(t for t in texts if t.strip()).strip()
-    return text, calls_tool or (tool_result and not text)
+                flags[1] = True
+
+
+def _part_text(text: object, index: int) -> str:
+    """A text part's text: a string, ``None``, or ``{"value": str}`` (Assistants API)."""
+    if isinstance(text, str):
+        return text
+    if text is None:
+        return ""
+    if isinstance(text, Mapping) and isinstance(text.get("value"), str):
+        return str(text["value"])
+    raise TypeError(
+        f"messages[{index}]: a text part's 'text' must be a string, got "
+        f"{type(text).__name__}; pass the text itself"
+    )
+
+
+def _sanitise(text: str) -> str:
+    """NUL removed (never content, and PostgreSQL text cannot hold it) and lone surrogates
+    (half an emoji cut by a client) replaced by U+FFFD, so every stored or hashed form of
+    the message encodes."""
+    if text.isascii():
+        return text.replace("\x00", "").strip() if "\x00" in text else text
+    text = valid_unicode(text)
+    return text.replace("\x00", "").strip() if "\x00" in text else text
 
 
 _Item = tuple[str, str, "str | None", bool]
@@ -415,11 +482,14 @@ def capture(messages: Iterable[object]) -> tuple[Message, ...]:
     Keeps user messages and final assistant answers (no tool calls, non-empty text), in
     order, with their ids. Drops system/developer/tool messages, hidden messages, upload
     blocks inside user text, and user turns that are empty after that or only an
-    acknowledgement, together with the assistant reply that follows such a turn.
+    acknowledgement, together with the assistant reply that follows such a turn. Text
+    and ids are sanitised once, here: NUL is removed and lone surrogates (half an emoji)
+    become U+FFFD, so nothing captured can fail to encode later.
 
     Raises:
         TypeError: ``messages`` is a single message or string rather than an iterable of
-            messages, or an item has a shape none of the accepted ones match.
+            messages, an item has a shape none of the accepted ones match, or a text part
+            holds something other than text.
         ValueError: an item names a role memfold does not know.
     """
     if type(messages) is not list and isinstance(messages, str | bytes | Mapping):
@@ -434,8 +504,9 @@ def capture(messages: Iterable[object]) -> tuple[Message, ...]:
             role, text, message_id, dropped = _from_mapping(raw, index)
         else:
             role, text, message_id, dropped = _normalise(raw, index)
-        if "\x00" in text:  # NUL is never content, and PostgreSQL text cannot hold it
-            text = text.replace("\x00", "").strip()
+        text = _sanitise(text)
+        if message_id is not None:
+            message_id = _sanitise(message_id) or None
         if role == _USER:
             if dropped:
                 continue  # a hidden user message (e.g. an injected reminder) is invisible

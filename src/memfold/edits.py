@@ -17,12 +17,12 @@ from types import MappingProxyType
 
 from memfold._facts import (
     DEFAULT_CATEGORY,
+    category_problem,
     check_aware,
     check_max_facts,
     dedup_key,
     eviction_order,
     iso,
-    normalise_category,
     normalise_confidence,
     unique_id,
 )
@@ -52,6 +52,27 @@ def _check_content(content: object) -> str:
     return text
 
 
+def _check_category(category: object, scrub: Callable[[str], str] | None = None) -> str:
+    """A person's category as stored; never echoed back, as it may hold what they typed by
+    mistake (a password).
+
+    Raises:
+        ValueError: it is not a short label (see ``category_problem``) or holds a secret.
+    """
+    if not isinstance(category, str):
+        raise ValueError(f"category must be a string, got {type(category).__name__}")
+    label = " ".join(category.lower().split()) or DEFAULT_CATEGORY
+    problem = category_problem(label)
+    if problem is None and scrub is not None and scrub(label) != label:
+        problem = "a category may not hold a secret"
+    if problem is not None:
+        raise ValueError(
+            f"category ({len(category)} characters) rejected: {problem}; use a label such "
+            "as 'preference' or 'work'"
+        )
+    return label
+
+
 def _check_confidence(confidence: object) -> float:
     number = normalise_confidence(confidence)
     if number is None or number != confidence:
@@ -78,16 +99,18 @@ def add_fact(
     new_id: Callable[[], str] | None = None,
     max_facts: int = 100,
     scope: object = None,
+    scrub: Callable[[str], str] | None = None,
 ) -> tuple[MemoryDocument, Fact]:
     """Add a fact by hand (``source = MANUAL_SOURCE``, protected from automatic removal).
 
     At the cap, the least trusted (then oldest) non-manual facts make room; manual facts
     are never evicted to make room for another manual fact. ``scope`` only names the
-    memory in error messages.
+    memory in error messages; ``scrub`` (a redactor) refuses a category holding a secret.
 
     Raises:
-        ValueError: empty content, a confidence outside [0, 1], a naive ``now``, or the
-            cap is reached and every fact was added by hand.
+        ValueError: empty content, a category that is not a short label, a confidence
+            outside [0, 1], a naive ``now``, or the cap is reached and every fact was
+            added by hand.
         DuplicateFactError: a fact with the same content (see ``dedup_key``) exists.
         FactIdError: ``new_id`` keeps returning taken or invalid ids.
     """
@@ -110,7 +133,7 @@ def add_fact(
     fact = Fact(
         id=unique_id({f.id for f in document.facts}, new_id),
         content=text,
-        category=normalise_category(category),
+        category=_check_category(category, scrub),
         confidence=number,
         created_at=now_iso,
         updated_at=now_iso,
@@ -131,6 +154,7 @@ def edit_fact(
     confidence: float | None = None,
     now: datetime,
     scope: object = None,
+    scrub: Callable[[str], str] | None = None,
 ) -> tuple[MemoryDocument, Fact]:
     """Change a fact's content, category or confidence (``None`` keeps the field).
 
@@ -142,7 +166,8 @@ def edit_fact(
     Raises:
         FactNotFoundError: no fact has this id.
         DuplicateFactError: the new content duplicates another fact.
-        ValueError: empty content, a confidence outside [0, 1], or a naive ``now``.
+        ValueError: empty content, a category that is not a short label, a confidence
+            outside [0, 1], or a naive ``now``.
     """
     check_aware(now)
     old = document.fact(fact_id)
@@ -152,7 +177,7 @@ def edit_fact(
     if content is not None:
         new_content = _check_content(content)
         _check_unique(document, new_content, ignore=fact_id, scope=scope)
-    new_category = old.category if category is None else normalise_category(category)
+    new_category = old.category if category is None else _check_category(category, scrub)
     new_confidence = old.confidence if confidence is None else _check_confidence(confidence)
     if (new_content, new_category, new_confidence) == (old.content, old.category, old.confidence):
         return document, old

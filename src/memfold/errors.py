@@ -14,6 +14,7 @@ __all__ = [
     "DuplicateFactError",
     "ExtractionError",
     "FactNotFoundError",
+    "InvalidDocumentError",
     "MemfoldError",
     "StorageError",
 ]
@@ -51,8 +52,28 @@ class ConflictError(StorageError):
         self.actual = actual
 
 
+class InvalidDocumentError(StorageError, ValueError):
+    """A document given to ``commit`` would not load back (a field of the wrong type, a
+    value JSON cannot hold); nothing was written, so no input can make a scope unreadable.
+    Retrying the same document cannot help."""
+
+    retryable = False
+
+    def __init__(self, scope: object, reason: str) -> None:
+        super().__init__(
+            f"cannot store the memory of {scope}: {reason}; nothing was written. "
+            "Fix the value (ids and fact fields are strings, numbers are finite)"
+        )
+        self.scope = scope
+        self.reason = reason
+
+
 class CorruptMemoryError(StorageError):
-    """A stored memory could not be parsed. The file is left untouched for inspection."""
+    """A stored memory could not be parsed. The file is left untouched for inspection.
+
+    Retrying cannot help until a person repairs or moves the data (``retryable``)."""
+
+    retryable = False
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(

@@ -432,14 +432,28 @@ def render(
     ).text
 
 
+def _same_content(cached: MemoryDocument, document: MemoryDocument) -> bool:
+    """Whether a block rendered from ``cached`` is the block of ``document``: what the
+    renderer reads is the summaries (with their extra fields) and the facts."""
+    if cached is document:
+        return True
+    if cached.facts != document.facts or cached.summaries != document.summaries:
+        return False
+    # a summary's extra fields (held-out markers) decide whether it is shown
+    return all(cached.summaries[k].extra == s.extra for k, s in document.summaries.items())
+
+
 class ContextRenderer:
     """``render`` with fixed settings and a bounded, thread-safe cache of finished blocks.
 
-    A block is cached under (scope, revision, generation, lastUpdated, max_tokens, today,
-    relevance): a committed revision never changes, so the cache needs no invalidation;
-    only an erased user (whose revisions start again from 0) is dropped, by
-    :meth:`forget_user`. Keying on the relevance order rather than on the query lets two
-    messages that match the same facts share one block.
+    A block is cached per (scope, max_tokens, today, relevance order) together with the
+    document it was rendered from, and served only for that same document: the very object
+    (a store's cache hands out the same one) or one with equal summaries (their markers
+    included) and facts. Revisions are not trusted: they restart when a scope is erased
+    outside memfold and go back on a restore from backup, and a block of the old content
+    must never be served then; :meth:`forget_user` drops an erased user's blocks at once.
+    Keying on the relevance order rather than on the query lets two messages that match
+    the same facts share one block.
     """
 
     def __init__(
@@ -470,7 +484,7 @@ class ContextRenderer:
         self.guaranteed_categories = tuple(guaranteed_categories)
         self.guaranteed_budget = guaranteed_budget
         self.cache_size = cache_size
-        self._cache: OrderedDict[tuple[object, ...], str] = OrderedDict()
+        self._cache: OrderedDict[tuple[object, ...], tuple[MemoryDocument, str]] = OrderedDict()
         self._lock = threading.Lock()
         self._scrub = None if scrub is None else cached_scrub(scrub)
 
@@ -499,20 +513,20 @@ class ContextRenderer:
         today: datetime.date | None = None,
         relevance: Sequence[str] = (),
     ) -> str:
-        """The block for ``scope``'s ``document`` (cached per revision and relevance order).
+        """The block for ``scope``'s ``document`` (cached per content and relevance order).
 
         Raises:
             ValueError: ``max_tokens`` is negative.
         """
         budget = self.max_tokens if max_tokens is None else max_tokens
         order = tuple(relevance)
-        key: tuple[object, ...] = (scope, document.revision, document.generation)
-        key += (document.last_updated, budget, today, order)
+        key = (scope, budget, today, order)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
                 self._cache.move_to_end(key)
-                return found
+        if found is not None and _same_content(found[0], document):
+            return found[1]
         block = render(
             redact_document(document, self._scrub),  # security: redact at recall
             max_tokens=budget,
@@ -523,7 +537,7 @@ class ContextRenderer:
             relevance=order,
         )
         with self._lock:
-            self._cache[key] = block
+            self._cache[key] = (document, block)
             self._cache.move_to_end(key)
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)

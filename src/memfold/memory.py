@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import logging
 import os
 import threading
@@ -21,6 +22,7 @@ from typing import Any, Self, TypeVar
 from memfold import _events, edits
 from memfold._audit import AuditMixin, Describe
 from memfold._facts import iso
+from memfold._fence import clear_stamp
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
 from memfold.errors import MemfoldError
@@ -31,8 +33,10 @@ from memfold.model import (
     Fact,
     MemoryDocument,
     Scope,
+    checked_scope,
     document_from_dict,
     document_to_dict,
+    validate_id,
 )
 from memfold.queue.base import Job, JobKey, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
@@ -48,7 +52,7 @@ from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
 from memfold.tokens import get_counter
-from memfold.updater import Updater, UpdateResult, retry_on_conflict
+from memfold.updater import Updater, UpdateResult
 
 __all__ = ["Memory"]
 
@@ -72,7 +76,7 @@ class Memory(AuditMixin):
         /,
         *,
         store: MemoryStore | None = None,
-        extractor: Extractor | None = None,
+        extractor: Extractor | str | None = None,
         chat_model: Any = None,
         embedder: Embedder | None = None,
         clock: Clock | None = None,
@@ -83,12 +87,18 @@ class Memory(AuditMixin):
         """Build from a config (or keyword overrides of it, e.g. ``home=...``).
 
         ``store``, ``extractor``, ``chat_model`` and ``embedder`` replace what the config
-        would build (tests pass ``memfold.testing`` fakes). ``start_workers=False`` runs queued
-        updates only on ``flush()`` (deterministic tests, scripts).
+        would build (tests pass ``memfold.testing`` fakes). ``extractor`` may also be the
+        name of the ``extractor`` setting (``"auto"``, ``"llm"``, ``"rules"``).
+        ``start_workers=False`` runs queued updates only on ``flush()`` (deterministic
+        tests, scripts).
 
         Raises:
             ConfigError: a setting is invalid or names a missing optional dependency.
+            TypeError: ``store`` or ``extractor`` is neither ``None`` nor a store/extractor.
         """
+        if isinstance(extractor, str):  # the config key of the same name, not an object
+            overrides["extractor"], extractor = extractor, None
+        _check_parts(store, extractor)
         if config is None:
             config = MemoryConfig.build(**overrides)
         elif overrides:
@@ -126,8 +136,11 @@ class Memory(AuditMixin):
             confidence_threshold=config.fact_confidence_threshold,
             now=self._now,
             redactor=self._redactor,  # security: redacts turns and new/changed items
+            max_input_tokens=config.max_extraction_input_tokens,
+            conflict_timeout=config.conflict_timeout_seconds,
             record_history=self._history_store() is not None,
         )
+        self._clear_takes_stamp = _takes_keyword(self._store.clear, "cleared_at")
         self._queue: UpdateQueue | None = None
         self._lock = threading.Lock()
         self._usage = Usage()
@@ -173,7 +186,12 @@ class Memory(AuditMixin):
         Returns False when nothing was queued (no user + assistant exchange left after
         filtering, the queue refused a new key under backpressure, or this ``Memory`` is
         closed).
+
+        Raises:
+            TypeError, ValueError: an id or a message is invalid (nothing is queued).
         """
+        scope = _scope(user_id, agent)
+        key: JobKey = (_thread(thread_id), scope.user_id, scope.agent)
         kept = capture(messages)
         if not has_minimum_dialogue(kept):
             return False
@@ -185,7 +203,9 @@ class Memory(AuditMixin):
             # memory must never break an agent's turn: a record racing shutdown is refused
             logger.warning("record for thread %r refused: this Memory is closed", thread_id)
             return False
-        return self._get_queue().add((thread_id, user_id, agent), kept, detect(kept), urgent=urgent)
+        return self._get_queue().add(
+            key, kept, detect(kept), urgent=urgent, recorded_at=self._now().timestamp()
+        )
 
     async def arecord(
         self,
@@ -248,6 +268,7 @@ class Memory(AuditMixin):
         result = self._updater.run(
             job.scope, job.thread_id, job.messages, job.signals,
             fenced=lambda: mark in self._fenced, erased=lambda: mark in self._erased,
+            recorded_at=job.recorded_at, marks=job.marks,
         )  # fmt: skip
         with self._lock:
             self._fenced.discard(mark)
@@ -275,13 +296,17 @@ class Memory(AuditMixin):
         Raises:
             ExtractionError: the extractor's output was unusable.
             StorageError: the store failed (stored memory intact).
+            TypeError, ValueError: an id or a message is invalid.
         """
-        scope = Scope(user_id, agent)
+        _thread(thread_id)
+        scope = _scope(user_id, agent)
         kept = capture(messages)  # the updater redacts them before extraction
         if not has_minimum_dialogue(kept):
             doc = self._store.load(scope)
             return UpdateResult(scope, thread_id, doc.revision, False, skipped="no dialogue")
-        result = self._updater.run(scope, thread_id, kept, detect(kept))
+        result = self._updater.run(
+            scope, thread_id, kept, detect(kept), recorded_at=self._now().timestamp()
+        )
         self._add_usage(result.usage)
         return result
 
@@ -289,7 +314,7 @@ class Memory(AuditMixin):
 
     def get(self, *, user_id: str | None = None, agent: str | None = None) -> MemoryDocument:
         """The scope's document (immutable; empty when nothing is stored)."""
-        return self._store.load(Scope(user_id, agent))
+        return self._store.load(_scope(user_id, agent))
 
     def context(
         self,
@@ -309,7 +334,7 @@ class Memory(AuditMixin):
         Raises:
             TypeError: ``query`` is neither a string nor None.
         """
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         document, today, relevance = self._injection_inputs(scope, today, query)
         return self._renderer.render(
             scope, document, max_tokens=max_tokens, today=today, relevance=relevance
@@ -368,7 +393,7 @@ class Memory(AuditMixin):
             ValueError: ``query`` is empty or ``limit`` is outside 1..1000.
         """
         check_search_args(query, limit, category)
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         document = self._store.load(scope)
         if not document.facts:
             return []
@@ -424,15 +449,16 @@ class Memory(AuditMixin):
 
         Raises:
             DuplicateFactError: the same content is already stored.
-            ValueError: empty content or a confidence outside [0, 1].
+            ValueError: empty content, a category that is not a short label (or holds a
+                secret), or a confidence outside [0, 1].
         """
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         content = self._redact_fact(content)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
             return edits.add_fact(
                 doc, content, category=category, confidence=confidence, now=self._now(),
-                max_facts=self.config.max_facts, scope=scope,
+                max_facts=self.config.max_facts, scope=scope, scrub=self._redactor,
             )  # fmt: skip
 
         reason = f"over max_facts={self.config.max_facts}: room for a fact added by hand"
@@ -455,13 +481,13 @@ class Memory(AuditMixin):
             FactNotFoundError: no such fact in the scope.
             DuplicateFactError: the new content duplicates another fact.
         """
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         content = self._redact_fact(content)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
             return edits.edit_fact(
                 doc, fact_id, content=content, category=category, confidence=confidence,
-                now=self._now(), scope=scope,
+                now=self._now(), scope=scope, scrub=self._redactor,
             )  # fmt: skip
 
         return self._edit(scope, change, describe=self._manual())
@@ -475,7 +501,7 @@ class Memory(AuditMixin):
         Raises:
             FactNotFoundError: the fact does not exist.
         """
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, None]:
             return edits.delete_fact(doc, fact_id, scope=scope, now=self._now()), None
@@ -488,7 +514,7 @@ class Memory(AuditMixin):
         Updates waiting in the queue are dropped and one already running is discarded;
         their turns are marked seen, so a thread that goes on is not re-learned from them.
         """
-        scope = Scope(user_id, agent)
+        scope = _scope(user_id, agent)
         queue = self._queue
         dropped = () if queue is None else queue.discard(scope)
         # A job a worker has taken may not have loaded the document yet, so the generation
@@ -497,18 +523,24 @@ class Memory(AuditMixin):
         if running is not None:
             with self._lock:
                 self._fenced.update((job.key, job.enqueued_at) for job in running(scope))
+        # The stamp fences, in every process and replica, jobs holding turns recorded
+        # before it: the ones in flight and those in other processes' in-memory queues.
+        options: dict[str, Any] = {}
+        if self._clear_takes_stamp:  # a third-party store without it fences this process only
+            options["cleared_at"] = clear_stamp(self._now())
         if self._history_store() is not None:
-            event = _events.cleared(self._store.load(scope), at=iso(self._now()))
+            options["events"] = (_events.cleared(self._store.load(scope), at=iso(self._now())),)
+        if options:
             clear: Callable[..., MemoryDocument] = self._store.clear
-            clear(scope, events=(event,))
+            clear(scope, **options)
         else:
             self._store.clear(scope)
         self._searcher.forget(scope)
         for job in dropped:
             # the watermark is computed on redacted turns, as the updater sees them
             seen = redact_messages(job.messages, self._redactor)
-            retry_on_conflict(
-                functools.partial(self._updater.mark_seen, scope, job.thread_id, seen)
+            self._updater.retry(
+                scope, functools.partial(self._updater.mark_seen, scope, job.thread_id, seen)
             )
 
     def import_document(
@@ -528,11 +560,14 @@ class Memory(AuditMixin):
 
         def change(doc: MemoryDocument) -> tuple[MemoryDocument, MemoryDocument]:
             merged = incoming.with_changes(
-                revision=doc.revision, generation=doc.generation + 1, watermarks={}
+                revision=doc.revision,
+                generation=doc.generation + 1,
+                watermarks={},
+                cleared_at=clear_stamp(self._now()),  # fences updates like a clear
             )
             return merged, merged
 
-        self._edit(Scope(user_id, agent), change, describe=self._imported)
+        self._edit(_scope(user_id, agent), change, describe=self._imported)
         return self.get(user_id=user_id, agent=agent)
 
     def _redact_fact(self, content: object) -> Any:
@@ -570,7 +605,7 @@ class Memory(AuditMixin):
                 store.commit(scope, new_doc, expected_revision=doc.revision, events=events)
             return value
 
-        return retry_on_conflict(attempt)
+        return self._updater.retry(scope, attempt)
 
     # --- lifecycle -------------------------------------------------------------------
 
@@ -610,6 +645,36 @@ class Memory(AuditMixin):
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _takes_keyword(function: Callable[..., object], name: str) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+
+
+def _check_parts(store: object, extractor: object) -> None:
+    if store is not None and not isinstance(store, MemoryStore):
+        hint = f"; for a built-in store pass storage={store!r}" if isinstance(store, str) else ""
+        raise TypeError(
+            f"store must be a MemoryStore (load, commit, clear, scopes, close), got "
+            f"{type(store).__name__}{hint}"
+        )
+    if extractor is not None and not isinstance(extractor, Extractor):
+        raise TypeError(
+            f"extractor must be an Extractor (a name and propose()) or one of 'auto', 'llm', "
+            f"'rules', got {type(extractor).__name__}"
+        )
+
+
+_scope = checked_scope
+
+
+def _thread(thread_id: object) -> str:
+    """Raises TypeError, ValueError: ``thread_id`` cannot name a conversation."""
+    return validate_id(thread_id, "thread_id")
 
 
 def _make_extractor(config: MemoryConfig, chat_model: Any) -> Extractor:

@@ -1,32 +1,53 @@
 """One update: load → watermark → extract → apply → commit, with CAS retries and the
-clear fence. Used by ``Memory.update`` directly and by the queue's workers."""
+clear fence. Used by ``Memory.update`` directly and by the queue's workers.
+
+A run of new turns too large for one extraction request (``max_input_tokens``) is
+extracted in ordered chunks; each chunk is committed with the watermark moved past it,
+so a failure resumes after the last committed chunk and no request exceeds the bound.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import logging
 import random
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
 from memfold import _events, watermark
 from memfold._facts import iso
+from memfold._fence import cleared_time, recorded_before_clear
 from memfold.apply import ApplyContext, Change, apply
 from memfold.errors import ConflictError
-from memfold.extract.base import ExtractionRequest, Extractor, Usage
-from memfold.model import MemoryDocument, Message, Scope, Signals
+from memfold.extract.base import ExtractionRequest, Extractor, SizedExtractor, Usage
+from memfold.model import MemoryDocument, Message, Scope, Signals, short_repr
+from memfold.queue.base import RecordMark
 from memfold.redact import Redactor, redact_messages
 from memfold.store.base import MemoryStore
 
-__all__ = ["MAX_COMMIT_ATTEMPTS", "UpdateResult", "Updater", "retry_on_conflict"]
+__all__ = [
+    "DEFAULT_CONFLICT_TIMEOUT_SECONDS",
+    "MAX_COMMIT_ATTEMPTS",
+    "UpdateResult",
+    "Updater",
+    "retry_on_conflict",
+]
 
 logger = logging.getLogger("memfold.update")
 
-#: Re-apply a change set to a fresh document at most this often when commits race.
+#: Commits that race are retried at least this often before a ConflictError...
 MAX_COMMIT_ATTEMPTS = 10
+#: ...and for at least this long (``conflict_timeout_seconds``).
+DEFAULT_CONFLICT_TIMEOUT_SECONDS = 10.0
 _CONFLICT_BACKOFF_SECONDS = 0.001
+_CONFLICT_BACKOFF_CAP_SECONDS = 0.05
+_SCOPE_LOCK_STRIPES = 64
 
 _T = TypeVar("_T")
 
@@ -43,6 +64,8 @@ class UpdateResult:
     usage: Usage = field(default_factory=Usage)
     messages_sent: int = 0
     skipped: str | None = None
+    #: How many extraction requests the update made (a long run of new turns is chunked).
+    requests: int = 0
 
     def count(self, kind: str) -> int:
         return sum(1 for change in self.changes if change.kind == kind)
@@ -58,7 +81,13 @@ class UpdateResult:
 
 
 class Updater:
-    """Runs single updates against a store with an extractor."""
+    """Runs single updates against a store with an extractor.
+
+    ``max_input_tokens`` bounds one extraction request (for extractors that can measure
+    theirs, see :class:`~memfold.extract.base.SizedExtractor`); ``conflict_timeout``
+    how long racing commits are retried before a ``ConflictError``. Commits of one scope
+    from this process take turns on a lock, so they do not race each other at all.
+    """
 
     def __init__(
         self,
@@ -69,6 +98,8 @@ class Updater:
         confidence_threshold: float,
         now: Callable[[], datetime],
         redactor: Redactor | None = None,
+        max_input_tokens: int | None = None,
+        conflict_timeout: float = DEFAULT_CONFLICT_TIMEOUT_SECONDS,
         record_history: bool = False,
     ) -> None:
         """``record_history``: pass change events to ``store.commit`` (a
@@ -80,10 +111,30 @@ class Updater:
         self._max_facts = max_facts
         self._threshold = confidence_threshold
         self._now = now
+        self._max_input = max_input_tokens
+        self._conflict_timeout = conflict_timeout
+        self._stripes = tuple(threading.Lock() for _ in range(_SCOPE_LOCK_STRIPES))
 
     @property
     def extractor(self) -> Extractor:
         return self._extractor
+
+    @contextlib.contextmanager
+    def scope_lock(self, scope: Scope) -> Iterator[None]:
+        """Serialise this process's read-modify-writes of ``scope`` (striped locks)."""
+        digest = hashlib.blake2b(repr(scope).encode("utf-8", "replace"), digest_size=4)
+        with self._stripes[int.from_bytes(digest.digest(), "big") % len(self._stripes)]:
+            yield
+
+    def retry(self, scope: Scope, attempt: Callable[[], _T]) -> _T:
+        """``attempt`` (load, change, commit) under the scope's lock, retried on conflicts
+        with other processes until ``conflict_timeout`` (see :func:`retry_on_conflict`)."""
+
+        def locked() -> _T:
+            with self.scope_lock(scope):
+                return attempt()
+
+        return retry_on_conflict(locked, timeout=self._conflict_timeout)
 
     def run(
         self,
@@ -93,32 +144,134 @@ class Updater:
         signals: Signals,
         *,
         fenced: Callable[[], bool] | None = None,
+        recorded_at: float | None = None,
+        marks: Sequence[RecordMark] = (),
         erased: Callable[[], bool] | None = None,
     ) -> UpdateResult:
         """Extract from the messages the scope has not seen for this thread and commit.
 
-        The result is discarded (and the turns marked seen) when the scope is cleared
-        meanwhile: its ``generation`` moved, or ``fenced()`` says this job predates a
-        clear that happened before the job could load the document. It is discarded and
-        nothing is written when the user was erased meanwhile: ``erased()`` says so, or
-        the scope's revision went backwards (only ``forget_user`` does that).
+        Turns recorded (``recorded_at``, ``marks``: see ``Job``) before the scope's last
+        clear are forgotten: marked seen, never extracted. The result is discarded (and
+        the turns marked seen) when the scope is cleared meanwhile: its ``generation``
+        moved, or ``fenced()`` says so. It is discarded and nothing is written when the
+        user was erased meanwhile: ``erased()`` says so, or the scope's revision went
+        backwards (only ``forget_user`` does that).
 
         Raises:
-            ExtractionError, ChatModelError: the extractor failed (the queue retries).
-            ConflictError: commits kept racing after ``MAX_COMMIT_ATTEMPTS`` re-applies.
+            ExtractionError, ChatModelError: the extractor failed (the queue retries;
+                chunks committed before the failure stay committed).
+            ConflictError: commits kept racing for longer than ``conflict_timeout``.
             StorageError: the store failed; nothing was lost.
         """
         # security: nothing reaches the extractor or the store unredacted. Redaction is
         # idempotent, so messages a durable queue already redacted come out the same.
         messages = redact_messages(messages, self._redactor)
         document = self._store.load(scope)
+        forgotten = recorded_before_clear(messages, recorded_at, marks, cleared_time(document))
+        if forgotten:
+            logger.info(
+                "%d turn(s) of thread %s were recorded before %s was cleared: forgotten",
+                forgotten, short_repr(thread_id), scope,
+            )  # fmt: skip
+            self.retry(
+                scope, functools.partial(self.mark_seen, scope, thread_id, messages[:forgotten])
+            )
+            document = self._store.load(scope)
+        start = len(messages) - len(
+            watermark.new_messages(messages, document.watermarks.get(thread_id))
+        )
+        if not any(m.role == "user" for m in messages[start:]):
+            return UpdateResult(
+                scope, thread_id, document.revision, False,
+                skipped="cleared before update" if forgotten else "nothing new",
+            )  # fmt: skip
+        total = UpdateResult(scope, thread_id, document.revision, False)
         generation = document.generation
-        new = _with_context(messages, document, thread_id)
-        if not any(m.role == "user" for m in new):
-            return UpdateResult(scope, thread_id, document.revision, False, skipped="nothing new")
+        while start < len(messages):
+            end = self._chunk_end(document, messages, start, signals, thread_id)
+            step = self._run_chunk(
+                scope=scope, thread_id=thread_id, messages=messages, span=(start, end),
+                signals=signals, document=document,
+                cleared=lambda current: current.generation != generation
+                or (fenced is not None and fenced()),
+                erased=erased,
+            )  # fmt: skip
+            total = _combine(total, step)
+            if step.skipped in ("cleared during update", "user erased during update"):
+                return total
+            start = end
+            if start < len(messages):
+                document = self._store.load(scope)
+        return total
+
+    def _chunk_end(
+        self,
+        document: MemoryDocument,
+        messages: Sequence[Message],
+        start: int,
+        signals: Signals,
+        thread_id: str,
+    ) -> int:
+        """Where the chunk of new turns starting at ``start`` ends: all of them when the
+        request fits ``max_input_tokens`` or cannot be measured; else as many whole
+        exchanges as fit (at least one message). The plan sums per-message sizes; the
+        chunk is then measured whole and shrunk if the sum was short."""
+        extractor = self._extractor
+        limit = self._max_input
+        if limit is None or not isinstance(extractor, SizedExtractor):
+            return len(messages)
+
+        def size(end: int) -> int | None:
+            request = ExtractionRequest(document, _chunk(messages, start, end), signals, thread_id)
+            return extractor.request_tokens(request)
+
+        used = size(start + 1)  # the fixed part and the first message
+        if used is None:
+            return len(messages)
+        end = start + 1
+        while end < len(messages):  # each message is counted once: linear in the thread
+            used += extractor.message_tokens(messages[end])
+            if used > limit:
+                break
+            end += 1
+        if end == len(messages) and (size(end) or 0) <= limit:
+            return end
+        # end on a whole exchange (after the assistant's reply) when the chunk holds one
+        cut = end
+        while cut > start + 1 and not (
+            messages[cut - 1].role == "assistant" and messages[cut - 2].role == "user"
+        ):
+            cut -= 1
+        end = cut if cut > start + 1 else end
+        while end > start + 1 and (size(end) or 0) > limit:  # the sum was a close estimate
+            end -= 1
+        if (size(end) or 0) > limit:
+            logger.warning(
+                "the extraction request for one message is over max_extraction_input_tokens=%d "
+                "(the memory view alone is large); sending it anyway",
+                limit,
+            )
+        return end
+
+    def _run_chunk(
+        self,
+        *,
+        scope: Scope,
+        thread_id: str,
+        messages: Sequence[Message],
+        span: tuple[int, int],
+        signals: Signals,
+        document: MemoryDocument,
+        cleared: Callable[[MemoryDocument], bool],
+        erased: Callable[[], bool] | None,
+    ) -> UpdateResult:
+        """Extract ``messages[start:end]`` and commit it with the watermark after ``end``."""
+        start, end = span
+        new = _chunk(messages, start, end)
         request = ExtractionRequest(document, new, signals, thread_id)
         extraction = self._extractor.propose(request)
         fresh = [document]  # the first attempt reuses the document the extractor saw
+        seen = messages[:end]
 
         def attempt() -> UpdateResult:
             current = fresh.pop() if fresh else self._store.load(scope)
@@ -126,14 +279,14 @@ class Updater:
                 logger.info("update for %s discarded: the user was erased meanwhile", scope)
                 return UpdateResult(
                     scope, thread_id, current.revision, False, usage=extraction.usage,
-                    messages_sent=len(new), skipped="user erased during update",
+                    messages_sent=len(new), skipped="user erased during update", requests=1,
                 )  # fmt: skip
-            if current.generation != generation or (fenced is not None and fenced()):
+            if cleared(current):
                 logger.info("update for %s discarded: memory was cleared meanwhile", scope)
                 revision = self.mark_seen(scope, thread_id, messages, current)
                 return UpdateResult(
                     scope, thread_id, revision, False, usage=extraction.usage,
-                    messages_sent=len(new), skipped="cleared during update",
+                    messages_sent=len(new), skipped="cleared during update", requests=1,
                 )  # fmt: skip
             now = self._now()
             applied = apply(
@@ -148,11 +301,11 @@ class Updater:
                     scrub=self._redactor,
                 ),
             )
-            result_doc = watermark.advance(applied.document, thread_id, messages, iso(now))
+            result_doc = watermark.advance(applied.document, thread_id, seen, iso(now))
             if not applied.changed and _same_watermark(current, result_doc, thread_id):
                 return UpdateResult(
                     scope, thread_id, current.revision, False, applied.changes,
-                    extraction.usage, len(new), skipped="no change",
+                    extraction.usage, len(new), skipped="no change", requests=1,
                 )  # fmt: skip
             stored = self._commit(
                 scope, result_doc, current.revision,
@@ -160,10 +313,10 @@ class Updater:
             )  # fmt: skip
             return UpdateResult(
                 scope, thread_id, stored.revision, True, applied.changes,
-                extraction.usage, len(new),
+                extraction.usage, len(new), requests=1,
             )  # fmt: skip
 
-        return retry_on_conflict(attempt)
+        return self.retry(scope, attempt)
 
     def _commit(
         self,
@@ -200,7 +353,7 @@ class Updater:
         Returns the scope's revision afterwards.
 
         Raises:
-            ConflictError: the commit raced (callers retry through ``retry_on_conflict``).
+            ConflictError: the commit raced (callers retry through :meth:`retry`).
         """
         current = self._store.load(scope) if document is None else document
         marked = watermark.advance(current, thread_id, messages, iso(self._now()))
@@ -209,37 +362,57 @@ class Updater:
         return self._store.commit(scope, marked, expected_revision=current.revision).revision
 
 
-def retry_on_conflict(attempt: Callable[[], _T]) -> _T:
+def retry_on_conflict(
+    attempt: Callable[[], _T], *, timeout: float = DEFAULT_CONFLICT_TIMEOUT_SECONDS
+) -> _T:
     """Call ``attempt`` (load, change, commit) until its commit does not conflict.
 
-    Racing writers wait a short random, growing time between tries so they spread out.
+    Racing writers wait a short random, growing time (capped at 50 ms) between tries so
+    they spread out. A ``ConflictError`` comes out only after ``MAX_COMMIT_ATTEMPTS``
+    tries *and* ``timeout`` seconds.
 
     Raises:
-        ConflictError: the last conflict, after ``MAX_COMMIT_ATTEMPTS`` tries.
+        ConflictError: the last conflict, once both budgets are spent.
     """
-    for tries in range(1, MAX_COMMIT_ATTEMPTS + 1):
+    deadline = time.monotonic() + timeout
+    tries = 0
+    while True:
+        tries += 1
         try:
             return attempt()
         except ConflictError:
-            if tries == MAX_COMMIT_ATTEMPTS:
+            if tries >= MAX_COMMIT_ATTEMPTS and time.monotonic() >= deadline:
                 raise
-            time.sleep(random.uniform(0, _CONFLICT_BACKOFF_SECONDS * 2**tries))
-    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+            pause = min(
+                _CONFLICT_BACKOFF_CAP_SECONDS, _CONFLICT_BACKOFF_SECONDS * 2 ** min(tries, 16)
+            )
+            time.sleep(random.uniform(0, pause))
+
+
+def _combine(total: UpdateResult, step: UpdateResult) -> UpdateResult:
+    """Two chunks' results as one update's."""
+    return UpdateResult(
+        total.scope,
+        total.thread_id,
+        step.revision,
+        total.committed or step.committed,
+        total.changes + step.changes,
+        total.usage + step.usage,
+        total.messages_sent + step.messages_sent,
+        None if total.committed or step.committed else step.skipped,
+        total.requests + step.requests,
+    )
+
+
+def _chunk(messages: Sequence[Message], start: int, end: int) -> tuple[Message, ...]:
+    """``messages[start:end]``, plus the assistant answer just before them (so a correction
+    in the first new turn can name what it corrects)."""
+    if start > 0 and messages[start - 1].role == "assistant":
+        return (messages[start - 1], *messages[start:end])
+    return tuple(messages[start:end])
 
 
 def _same_watermark(before: MemoryDocument, after: MemoryDocument, thread_id: str) -> bool:
     old = before.watermarks.get(thread_id)
     new = after.watermarks.get(thread_id)
     return old is not None and new is not None and old.message_key == new.message_key
-
-
-def _with_context(
-    messages: Sequence[Message], document: MemoryDocument, thread_id: str
-) -> tuple[Message, ...]:
-    """The turns after the watermark, plus the assistant answer just before them (so a
-    correction in the first new turn can name what it corrects)."""
-    new = watermark.new_messages(messages, document.watermarks.get(thread_id))
-    start = len(messages) - len(new)
-    if 0 < start <= len(messages) and new and messages[start - 1].role == "assistant":
-        return (messages[start - 1], *new)
-    return tuple(new)

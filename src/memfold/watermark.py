@@ -8,10 +8,19 @@ length, not its square. A watermark advances only after a successful commit.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from memfold.model import MAX_WATERMARKS, MemoryDocument, Message, Watermark, message_key
 
-__all__ = ["advance", "merge_messages", "new_messages", "watermark_key"]
+__all__ = [
+    "MergeIndex",
+    "advance",
+    "merge_messages",
+    "merge_record",
+    "merge_record_indexed",
+    "new_messages",
+    "watermark_key",
+]
 
 #: Joins the last message's key and its predecessor's in a watermark of messages without
 #: ids (content keys are ``role:hex``, so the first ``|`` is the separator).
@@ -89,19 +98,49 @@ def advance(
 
 
 def merge_messages(older: Sequence[Message], newer: Sequence[Message]) -> tuple[Message, ...]:
-    """Both snapshots of one thread merged in order, each message once (by ``message_key``).
+    """Both snapshots of one thread merged in order, each message once.
 
-    Used when an urgent record (messages about to be summarised away) meets a pending one:
-    neither list may lose what only it holds. ``newer`` decides the order of shared messages;
-    messages only in ``older`` stay where they were relative to the shared ones.
+    Used whenever a record meets a pending one (see :func:`merge_record`): neither list
+    may lose what only it holds. ``newer`` decides the order of shared messages; messages
+    only in ``older`` stay where they were relative to the shared ones. A message with an
+    id is identified by it; one without by role + content *and* the message before it, so
+    a reply repeated word for word ("Noted.") after another question is a new message,
+    not the old one (a list's first message matches whatever came before it). Linear in
+    the two lengths, however often a message repeats.
     """
-    newer_index: dict[str, int] = {}
-    for index, message in enumerate(newer):
-        newer_index.setdefault(message_key(message), index)
+    keys = [message_key(m) for m in newer]
+    by_key: dict[str, list[int]] = {}
+    by_pair: dict[tuple[str, str | None], list[int]] = {}
+    for index, (message, key) in enumerate(zip(newer, keys, strict=True)):
+        by_key.setdefault(key, []).append(index)
+        if not message.id:
+            by_pair.setdefault((key, keys[index - 1] if index else None), []).append(index)
+    cursors: dict[object, int] = {}
+
+    def next_match(table: dict[Any, list[int]], ident: object, start: int) -> int | None:
+        """The first unused position of ``ident`` at or after ``start``; -1 when all of its
+        positions lie before ``start`` (already in the result); None when it has none."""
+        found = table.get(ident)
+        if not found:
+            return None
+        cursor = cursors.get((id(table), ident), 0)
+        while cursor < len(found) and found[cursor] < start:
+            cursor += 1
+        cursors[(id(table), ident)] = cursor + 1
+        return found[cursor] if cursor < len(found) else -1
+
     merged: list[Message] = []
     next_newer = 0
+    previous: str | None = None
     for message in older:
-        anchor = newer_index.get(message_key(message))
+        key = message_key(message)
+        if message.id or previous is None:
+            anchor = next_match(by_key, key, next_newer)
+        else:
+            anchor = next_match(by_pair, (key, previous), next_newer)
+            if anchor is None:  # newer starts with it: its predecessor is unknown there
+                anchor = 0 if keys and keys[0] == key and next_newer == 0 else None
+        previous = key
         if anchor is None:
             merged.append(message)
         elif anchor >= next_newer:
@@ -109,3 +148,86 @@ def merge_messages(older: Sequence[Message], newer: Sequence[Message]) -> tuple[
             next_newer = anchor + 1
     merged.extend(newer[next_newer:])
     return tuple(merged)
+
+
+def merge_record(pending: Sequence[Message], record: Sequence[Message]) -> tuple[Message, ...]:
+    """What a key holds after a new ``record`` meets its ``pending`` messages.
+
+    A record that repeats the pending messages (the whole thread so far plus new turns:
+    the usual case) is the latest snapshot and wins as it is. A record that does not
+    contain them (a caller passing only the newest exchange, a sliding window) is merged:
+    the ordered union of both, each message once, so nothing pending is lost.
+    """
+    size = len(pending)
+    if len(record) >= size and tuple(record[:size]) == tuple(pending):
+        return tuple(record)  # the common case, without hashing any message
+    return merge_messages(pending, record)
+
+
+class MergeIndex:
+    """The identities of a pending message list, kept so that a record which shares no
+    message with it (each new exchange recorded on its own) is appended in time linear in
+    the record, not in everything pending: without it, 5,000 such records in one
+    debounce window cost 12.5 million message comparisons.
+
+    Identities are those :func:`merge_messages` matches on: ids, role + content, and for
+    messages without an id also the message before them.
+    """
+
+    __slots__ = ("first", "keys", "last", "pairs")
+
+    def __init__(self, messages: Sequence[Message] = ()) -> None:
+        self.first: str | None = None
+        self.last: str | None = None
+        self.keys: set[str] = set()
+        self.pairs: set[tuple[str, str]] = set()
+        self.add(messages)
+
+    def add(self, messages: Sequence[Message]) -> None:
+        """Note ``messages`` appended at the end."""
+        for message in messages:
+            key = message_key(message)
+            if self.first is None:
+                self.first = key
+            elif not message.id and self.last is not None:
+                self.pairs.add((key, self.last))
+            self.keys.add(key)
+            self.last = key
+
+    def shares_with(self, record: Sequence[Message]) -> bool:
+        """Whether :func:`merge_messages` could match a message of ``record`` with one of
+        the indexed list (False means the merge is the plain concatenation)."""
+        previous: str | None = None
+        for message in record:
+            key = message_key(message)
+            if key == self.first:
+                return True  # the list's first message matches by content alone
+            if message.id or previous is None:
+                if key in self.keys:
+                    return True
+            elif (key, previous) in self.pairs:
+                return True
+            previous = key
+        return False
+
+
+def merge_record_indexed(
+    pending: Sequence[Message], index: MergeIndex | None, record: Sequence[Message]
+) -> tuple[tuple[Message, ...], MergeIndex | None, bool]:
+    """:func:`merge_record` for a caller that keeps a :class:`MergeIndex` of ``pending``
+    (None: none yet). Returns the merged messages, their index (or None), and whether
+    ``record`` was simply appended.
+
+    A snapshot repeating ``pending`` needs no index; the first record that does not builds
+    it (once), and each later record sharing nothing with what is pending is appended in
+    time linear in the record alone.
+    """
+    size = len(pending)
+    if len(record) >= size and tuple(record[:size]) == tuple(pending):
+        return tuple(record), None, False
+    if index is None:
+        index = MergeIndex(pending)
+    if pending and not index.shares_with(record):
+        index.add(record)
+        return (*pending, *record), index, True
+    return merge_messages(pending, record), None, False

@@ -349,9 +349,11 @@ def test_a_megabyte_of_hostile_text_is_read_in_well_under_a_second(
     extractor: RuleExtractor, text: str
 ) -> None:
     # 0.1.0 needed ~13 minutes for a megabyte of newlines; bench_rules.py has the figures
+    # A guard, not a target: generous enough for a loaded CI machine with coverage on,
+    # minutes short of what a quadratic pattern needs.
     started = time.perf_counter()
     extractor.propose(_request(text))
-    assert time.perf_counter() - started < 2.0
+    assert time.perf_counter() - started < 10.0
 
 
 def test_the_uncapped_reading_is_linear_too() -> None:
@@ -359,7 +361,7 @@ def test_the_uncapped_reading_is_linear_too() -> None:
     whole = RuleExtractor(max_head_chars=len(text), max_tail_chars=0)
     started = time.perf_counter()
     whole.propose(_request(text))
-    assert time.perf_counter() - started < 5.0
+    assert time.perf_counter() - started < 30.0  # quadratic took ~13 minutes; see bench_rules
 
 
 def test_only_the_head_and_tail_of_a_long_message_are_read(extractor: RuleExtractor) -> None:

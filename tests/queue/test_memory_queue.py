@@ -618,12 +618,34 @@ def test_status_reports_oldest_pending_age_and_in_flight() -> None:
 
 def test_replacing_a_hot_key_keeps_the_timer_heap_bounded() -> None:
     queue, rec, clock = make()
-    for i in range(5000):
-        queue.add(A, msgs("a", f"b{i}"))
+    for i in range(5000):  # each exchange recorded on its own: merged in, in linear time
+        queue.add(A, msgs(f"q{i}", f"r{i}"))
     assert len(queue._heap) <= 2 * 1 + 64 + 1  # private: the bound under test
     clock.advance(30)
     assert queue.run_due() == 1
-    assert texts(rec.jobs[0]) == ["a", "b4999"]
+    assert texts(rec.jobs[0]) == [t for i in range(5000) for t in (f"q{i}", f"r{i}")]
+
+
+def test_a_record_repeating_the_thread_replaces_the_pending_messages() -> None:
+    queue, rec, clock = make()
+    queue.add(A, msgs("a", "b"))
+    queue.add(A, msgs("a", "b", "c", "d"))
+    queue.add(A, msgs("a", "b", "c", "d", "e", "f"))
+    clock.advance(30)
+    assert queue.run_due() == 1
+    assert texts(rec.jobs[0]) == ["a", "b", "c", "d", "e", "f"]
+
+
+def test_records_of_only_the_newest_turn_are_merged_not_replaced() -> None:
+    """D5: a caller passing each exchange on its own used to keep only the last one."""
+    queue, rec, clock = make()
+    for k in range(10):
+        queue.add(A, (Message("user", f"fact {k}"), Message("assistant", "ok")))
+    clock.advance(30)
+    assert queue.run_due() == 1
+    assert [m.content for m in rec.jobs[0].messages] == [
+        text for k in range(10) for text in (f"fact {k}", "ok")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -675,3 +697,46 @@ def test_close_from_inside_a_job_does_not_deadlock() -> None:
     assert done.wait(WAIT)
     assert results == [False]  # its own job was still in flight
     assert not queue.add(B, msgs("c", "d"))
+
+
+def test_pending_turns_beyond_max_pending_bytes_are_refused_counted_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Item 13: max_pending bounded keys only; 500 pending 1 MB threads took 475 MB."""
+    queue, _, clock = make(max_pending_bytes=10_000)
+    big = (Message("user", "x" * 4_000), Message("assistant", "ok"))
+    assert queue.add(A, big)
+    assert queue.add(B, big)
+    assert queue.status().pending_bytes == 2 * 4_002
+    with caplog.at_level(logging.WARNING):
+        assert not queue.add(A2, big)  # a third would pass 10,000 bytes
+        grown = (*big, Message("user", "é" * 1_000), Message("assistant", "ok"))  # 2,002 B
+        assert not queue.add(A, grown)  # a grown thread, too
+    assert queue.status().pending_bytes == 2 * 4_002
+    status = queue.status()
+    assert status.rejected == 2
+    assert "max_pending_bytes=10000" in caplog.text
+    assert "raise max_pending_bytes" in caplog.text
+    clock.advance(30)
+    assert queue.run_due() == 2
+    assert queue.status().pending_bytes == 0
+    assert queue.add(A2, big)  # room again once the pending ones ran
+
+
+def test_a_retry_during_flush_logs_that_it_retries_at_once_not_in_zero_seconds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Newcomer finding 18: retries during close() logged 'retrying in 0.0s'."""
+    calls: list[Job] = []
+
+    def failing_once(job: Job) -> None:
+        calls.append(job)
+        if len(calls) == 1:
+            raise ExtractionError("the model replied nonsense")
+
+    queue, _, _ = make(failing_once, retry_attempts=2)
+    queue.add(A, msgs("hi", "hello"))
+    with caplog.at_level(logging.WARNING):
+        assert queue.flush(5)
+    assert "retrying at once" in caplog.text
+    assert "retrying in 0.0s" not in caplog.text

@@ -16,7 +16,7 @@ import pytest
 
 from memfold import Memory, MemoryConfig
 from memfold.errors import ConfigError, StorageError
-from memfold.model import Message, Signals
+from memfold.model import Message, Scope, Signals
 from memfold.queue._payload import Payload, decode_payload, encode_payload, key_hash, scope_hash
 from memfold.queue._sql import SqlQueue
 from memfold.queue.base import Job, JobKey, UpdateQueue, job_key
@@ -161,7 +161,18 @@ def test_busy_key_still_runs_within_max_wait(make_queue: Maker) -> None:
     clock.advance(0.1)
     assert queue.run_due() == 1
     assert rec.times == [1025.0]
-    assert texts(rec.jobs[0]) == ["u", "v3"]
+    assert texts(rec.jobs[0]) == ["u", "v0", "v1", "v2", "v3"]  # each record held a new turn
+
+
+def test_records_of_only_the_newest_turn_are_merged_not_replaced(make_queue: Maker) -> None:
+    """D5 on the durable queues: every exchange recorded on its own is kept."""
+    queue, rec, clock = setup(make_queue, debounce_seconds=10, max_wait_seconds=25)
+    for k in range(5):
+        queue.add(A, (Message("user", f"fact {k}"), Message("assistant", "ok")))
+    queue.add(A, (Message("user", "fact 4"), Message("assistant", "ok")))  # a repeat
+    clock.advance(10)
+    assert queue.run_due() == 1
+    assert texts(rec.jobs[0]) == [text for k in range(5) for text in (f"fact {k}", "ok")]
 
 
 def test_urgent_add_is_due_at_once_and_keeps_pending_messages(make_queue: Maker) -> None:
@@ -552,3 +563,48 @@ def test_memory_restart_processes_updates_left_pending_at_shutdown(
         assert second.flush(WAIT)
         assert "t1" in second.get(user_id="alice").watermarks
         assert second.status().pending == 0
+
+
+def test_a_key_whose_pending_turns_exceed_max_pending_bytes_is_refused(
+    make_queue: Maker, caplog: pytest.LogCaptureFixture
+) -> None:
+    queue, rec, clock = setup(make_queue, max_pending_bytes=5_000)
+    assert queue.add(A, msgs("x" * 2_000, "ok"))
+    with caplog.at_level(logging.WARNING):
+        assert not queue.add(A, (Message("user", "y" * 4_000), Message("assistant", "ok")))
+        assert not queue.add(B, msgs("z" * 6_000, "ok"))
+    assert queue.status().rejected == 2
+    assert "max_pending_bytes=5000" in caplog.text
+    clock.advance(60)
+    assert queue.run_due() == 1
+    assert texts(rec.jobs[0]) == ["x" * 2_000, "ok"]  # what was accepted is intact
+
+
+def test_discard_takes_waiting_rows_and_records_that_arrived_while_a_job_ran(
+    make_queue: Maker,
+) -> None:
+    """D2: a clear used to skip a leased row, so records that landed in it while its job
+    ran survived the clear and were learned right after it."""
+    clock = FakeClock(1000.0)
+    seen: list[Job] = []
+    dropped: list[Job] = []
+
+    def process(job: Job) -> None:
+        seen.append(job)
+        if len(seen) == 1:  # while the first job runs: a record, then the scope is cleared
+            assert queue.add(A, msgs("u", "v", "w", "x"))
+            dropped.extend(queue.discard(Scope("alice")))
+
+    queue = make_queue(process, clock, debounce_seconds=0)
+    queue.add(A, msgs("u", "v"))
+    clock.advance(0.5)  # A's row is due first, so it is the one running
+    queue.add(A2, msgs("p", "q"))
+    assert queue.run_due() >= 1
+    assert sorted(texts(job) for job in dropped) == [["p", "q"], ["u", "v", "w", "x"]]
+    queue.run_due()
+    assert [texts(job) for job in seen[1:]] in ([], [[]])  # at most an empty no-op job
+    assert queue.status().pending == 0
+    assert queue.add(A, msgs("u", "v", "w", "x", "y", "z"))  # the thread goes on
+    clock.advance(1)
+    assert queue.run_due() == 1
+    assert texts(seen[-1]) == ["u", "v", "w", "x", "y", "z"]

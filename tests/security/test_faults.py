@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -128,3 +129,159 @@ def test_a_full_disk_during_a_background_update_keeps_memory_and_the_agent_going
         assert "No space left on device" in (mem.status().last_error or "")
         assert "Likes tea" in mem.context(user_id="u")
     assert path.read_bytes() == before
+
+
+def _within(seconds: float, call: Any) -> Any:
+    """Run ``call`` in a thread; fail (instead of hanging the suite) if it blocks."""
+    import threading
+
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append(("ok", call()))
+        except BaseException as exc:
+            outcome.append(("error", exc))
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert outcome, f"the call blocked for more than {seconds}s"
+    kind, value = outcome[0]
+    if kind == "error":
+        raise value
+    return value
+
+
+def test_a_fifo_in_place_of_a_memory_file_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    """D20: open() on a FIFO used to block context() and add_fact() forever."""
+    store = JsonFileStore(tmp_path)
+    path = store.path(SCOPE)
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    with Memory(home=tmp_path, start_workers=False) as mem:
+        for call in (
+            lambda: mem.context(user_id="u"),
+            lambda: mem.add_fact("Likes tea", user_id="u"),
+            lambda: mem.clear(user_id="u"),
+        ):
+            with pytest.raises(StorageError, match="is a FIFO, not a regular file"):
+                _within(5, call)
+
+
+def test_a_fifo_in_place_of_scope_json_is_skipped_when_listing(tmp_path: Path) -> None:
+    store, path, _ = _seeded(tmp_path)
+    (path.parent / "scope.json").unlink()
+    os.mkfifo(path.parent / "scope.json")
+    assert _within(5, lambda: list(store.scopes())) == []
+
+
+@pytest.mark.parametrize("name", ["memfold.sqlite3", "memfold-queue.sqlite3"])
+def test_a_fifo_in_place_of_a_sqlite_file_is_an_error_not_a_hang(tmp_path: Path, name: str) -> None:
+    tmp_path.joinpath("home").mkdir()
+    os.mkfifo(tmp_path / "home" / name)
+    with pytest.raises(StorageError, match=r"is a FIFO, not a regular file; .*move it away"):
+        _within(5, lambda: Memory(home=tmp_path / "home", storage="sqlite", queue="sqlite"))
+
+
+def test_orphaned_temp_files_are_removed_on_the_next_write_and_on_open(tmp_path: Path) -> None:
+    """D9: a writer killed between mkstemp and rename left a full copy of the document."""
+    store, path, _ = _seeded(tmp_path)
+    folder = path.parent
+    for i in range(3):
+        (folder / f".memory.orphan{i}.tmp").write_text('{"facts":[{"content":"SENSITIVE"}]}')
+    (folder / ".scope.orphan.tmp").write_text("{}")
+    (folder / "notes.tmp").write_text("not ours")
+    JsonFileStore(tmp_path).load(SCOPE)  # a fresh process opening the scope sweeps
+    assert sorted(p.name for p in folder.iterdir() if p.suffix == ".tmp") == ["notes.tmp"]
+    (folder / ".memory.orphan.tmp").write_text("SENSITIVE")
+    doc = store.load(SCOPE)  # cached here: no sweep on this read...
+    store.commit(SCOPE, edits.delete_fact(doc, doc.facts[0].id), expected_revision=doc.revision)
+    assert not (folder / ".memory.orphan.tmp").exists()  # ...but every write sweeps
+    (folder / ".memory.orphan.tmp").write_text("SENSITIVE")
+    store.clear(SCOPE)
+    leftovers = [p for p in folder.iterdir() if p.is_file() and p.name != "notes.tmp"]
+    assert all("SENSITIVE" not in p.read_text() for p in leftovers)
+
+
+@pytest.mark.parametrize("storage", ["json", "sqlite"])
+def test_context_never_serves_a_scope_erased_outside_memfold(tmp_path: Path, storage: str) -> None:
+    """D8: after an operator erased a scope, revisions restarted and the render cache
+    served the erased block again."""
+    import shutil
+    import sqlite3
+
+    with Memory(home=tmp_path, storage=storage, start_workers=False) as mem:
+        mem.add_fact("ERASED medical condition", user_id="alice")
+        assert "ERASED" in mem.context(user_id="alice")
+        if storage == "json":
+            shutil.rmtree(JsonFileStore(tmp_path).folder(Scope("alice")))
+        else:
+            with sqlite3.connect(tmp_path / "memfold.sqlite3") as conn:
+                conn.execute("DELETE FROM memfold_documents")
+        mem.add_fact("Likes hiking", user_id="alice")
+        block = mem.context(user_id="alice")
+    assert "Likes hiking" in block
+    assert "ERASED" not in block
+
+
+def test_context_after_a_restore_from_backup_shows_the_restored_memory(tmp_path: Path) -> None:
+    with Memory(home=tmp_path, start_workers=False) as mem:
+        mem.add_fact("Fact A", user_id="alice")
+        path = JsonFileStore(tmp_path).path(Scope("alice"))
+        backup, stamp = path.read_bytes(), path.stat()
+        mem.add_fact("Fact C", user_id="alice")
+        assert "Fact C" in mem.context(user_id="alice")
+        path.write_bytes(backup)  # restored in place, old mtime and all (cp -p)
+        os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+        assert "Fact C" not in mem.context(user_id="alice")
+        mem.add_fact("Fact D", user_id="alice")  # the same revision C had
+        block = mem.context(user_id="alice")
+    assert "Fact D" in block
+    assert "Fact C" not in block
+
+
+def test_a_worker_hung_past_close_cannot_commit_afterwards(tmp_path: Path) -> None:
+    """Observation in the findings: close() returned within its budget while a worker was
+    still inside a hung model call, and that thread could still commit to the JSON store."""
+    import threading
+
+    from memfold.extract.base import ChangeSet, Extraction, ExtractionRequest, NewFact
+
+    entered, release = threading.Event(), threading.Event()
+
+    class Hung:
+        name = "hung"
+
+        def propose(self, request: ExtractionRequest) -> Extraction:
+            entered.set()
+            release.wait(10)
+            return Extraction(ChangeSet(new_facts=(NewFact("Works nights", "context", 0.9),)))
+
+    mem = Memory(home=tmp_path, extractor=Hung(), debounce_seconds=0, workers=1)
+    mem.record(CHAT, thread_id="t", user_id="u")
+    assert entered.wait(10)
+    assert mem.close(0.2) is False  # gave up on the hung job
+    release.set()
+    deadline = time.monotonic() + 10
+    while mem.status().failed == 0:  # the worker finishes its call; its commit is refused
+        assert time.monotonic() < deadline
+        threading.Event().wait(0.01)
+    assert "is closed" in (mem.status().last_error or "")
+    assert not JsonFileStore(tmp_path).path(SCOPE).exists()
+
+
+def test_a_corrupt_memory_file_is_not_retried(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Newcomer finding 18: a CorruptMemoryError was retried 3 times; it cannot succeed."""
+    _, path, _ = _seeded(tmp_path)
+    path.write_text("{not json", encoding="utf-8")
+    config = MemoryConfig(home=tmp_path, extractor="rules", retry_attempts=3)
+    with Memory(config, start_workers=False) as mem, caplog.at_level(logging.ERROR):
+        assert mem.record(CHAT, thread_id="t1", user_id="u")
+        assert mem.flush(10)
+        status = mem.status()
+    assert (status.failed, status.retried, status.dropped) == (1, 0, 1)
+    assert "not retryable" in caplog.text
+    assert path.read_text(encoding="utf-8") == "{not json"

@@ -10,7 +10,7 @@ import pytest
 
 from memfold.model import Fact, MemoryDocument, Scope
 from memfold.store._parsed import ParsedRows
-from memfold.store._sql import BaseSqlStore
+from memfold.store.base import encode_document
 from memfold.store.sqlite import SqliteStore
 
 SCOPE = Scope("alice")
@@ -61,7 +61,7 @@ def test_sqlite_row_rewritten_with_the_same_revision_is_parsed_again(tmp_path: P
     try:
         store.commit(SCOPE, doc("Likes tea"), expected_revision=0)
         before = store.load(SCOPE)
-        text = BaseSqlStore._dump(SCOPE, doc("Likes zig"))
+        text = encode_document(SCOPE, doc("Likes zig"))
         with sqlite3.connect(path) as conn:  # e.g. a scope deleted and written again
             conn.execute("UPDATE memfold_documents SET document = ?", (text,))
 

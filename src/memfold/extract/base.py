@@ -18,6 +18,7 @@ __all__ = [
     "Extractor",
     "FactRemoval",
     "NewFact",
+    "SizedExtractor",
     "SummaryUpdate",
     "Usage",
 ]
@@ -117,3 +118,18 @@ class Extractor(Protocol):
     name: str
 
     def propose(self, request: ExtractionRequest) -> Extraction: ...
+
+
+@runtime_checkable
+class SizedExtractor(Protocol):
+    """An extractor whose requests have a size, so the updater can keep each one under
+    ``max_extraction_input_tokens`` by splitting a long run of new turns into chunks.
+
+    ``request_tokens`` is the exact size of the whole request (None when the extractor
+    cannot count); ``message_tokens`` the share one message adds to it, which the
+    updater sums to plan a chunk before measuring it whole.
+    """
+
+    def request_tokens(self, request: ExtractionRequest) -> int | None: ...
+
+    def message_tokens(self, message: Message) -> int: ...

@@ -44,6 +44,8 @@ SYSTEM_TEMPLATE = "extraction_system.txt"
 USER_TEMPLATE = "extraction_user.txt"
 #: Longest message text kept in the prompt; longer messages keep their head and tail.
 MAX_MESSAGE_CHARS = 1000
+#: What the chat format adds per message (role and separators), in OpenAI's accounting.
+_CHAT_TOKENS_PER_MESSAGE = 4
 
 _SUMMARY_ITEM: dict[str, Any] = {
     "type": "object",
@@ -260,6 +262,19 @@ class LLMExtractor:
         )
         change_set = parse_reply(completion.text, refs=refs)
         return Extraction(change_set=change_set, usage=self._usage(messages, completion))
+
+    def request_tokens(self, request: ExtractionRequest) -> int | None:
+        """Tokens of the prompt :meth:`propose` would send (None without a counter): its
+        messages' text plus the chat format's few tokens per message."""
+        if self.counter is None:
+            return None
+        messages, _ = self.prompt(request)
+        return sum(self.counter(m.content) + _CHAT_TOKENS_PER_MESSAGE for m in messages)
+
+    def message_tokens(self, message: Message) -> int:
+        """The tokens one conversation message adds to the prompt (as cut and escaped)."""
+        text = format_turns((message,), max_chars=self.max_message_chars)
+        return (len(text) if self.counter is None else self.counter(text)) + 1
 
     def _usage(self, messages: Sequence[ChatMessage], completion: Completion) -> Usage:
         if completion.usage is not None:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from memfold._openai_sdk import LOCAL_API_KEY, api_key_from_env, import_openai
-from memfold.config import mask_secrets
+from memfold.config import mask_url
 from memfold.extract.base import Usage
 from memfold.llm.base import ChatMessage, ChatModelError, Completion, flatten_content
 
@@ -99,7 +99,7 @@ class OpenAIChatModel:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
-        base_url = mask_secrets(self.base_url)  # security: no credentials in reprs
+        base_url = mask_url(self.base_url)  # security: no credentials in reprs
         return f"OpenAIChatModel(model={self.model!r}, base_url={base_url!r})"
 
     def __enter__(self) -> OpenAIChatModel:
@@ -166,7 +166,7 @@ class OpenAIChatModel:
                         self._level_cap = min(self._level_cap, level - 1)
                     log.info(
                         "%s rejected response_format (%s); retrying without it",
-                        mask_secrets(self.base_url) or "the server",  # security: mask
+                        mask_url(self.base_url) or "the server",  # security: mask
                         "json_schema" if level == _SCHEMA else "json_object",
                     )
                     continue
@@ -219,7 +219,7 @@ def _rejects_format(exc: Any) -> bool:
 
 
 def _where(model: OpenAIChatModel) -> str:
-    return f"model {model.model!r} at {mask_secrets(model.base_url) or 'api.openai.com'}"
+    return f"model {model.model!r} at {mask_url(model.base_url) or 'api.openai.com'}"
 
 
 def _translate(sdk: Any, exc: Exception, model: OpenAIChatModel) -> ChatModelError:

@@ -11,14 +11,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Self
 
+from memfold.model import Message
 from memfold.queue.base import Job, JobKey, QueueStatus, describe_key
 from memfold.queue.clock import Clock
 
 __all__ = [
+    "DEFAULT_MAX_PENDING_BYTES",
     "MAX_ERROR_CHARS",
     "WARN_INTERVAL_SECONDS",
     "Counters",
@@ -26,6 +28,7 @@ __all__ = [
     "RateLimitedWarning",
     "check_at_least",
     "log_failure",
+    "messages_bytes",
     "warn_refused",
 ]
 
@@ -33,6 +36,19 @@ __all__ = [
 WARN_INTERVAL_SECONDS = 60.0
 #: ``last_error`` is cut to this many characters.
 MAX_ERROR_CHARS = 300
+#: Pending turns a queue holds at most, in UTF-8 bytes (``max_pending_bytes``).
+DEFAULT_MAX_PENDING_BYTES = 256 * 1024 * 1024
+
+
+def messages_bytes(messages: Sequence[Message]) -> int:
+    """The UTF-8 size of the messages' text and ids: what a pending update holds."""
+    total = 0
+    for message in messages:
+        content = message.content
+        total += len(content) if content.isascii() else len(content.encode("utf-8", "replace"))
+        if message.id:
+            total += len(message.id)
+    return total
 
 
 def check_at_least(name: str, value: float, low: float) -> None:
@@ -90,10 +106,13 @@ class Counters:
         self.last_error = message
         return message
 
-    def status(self, *, pending: int, in_flight: int, oldest_age: float) -> QueueStatus:
+    def status(
+        self, *, pending: int, in_flight: int, oldest_age: float, pending_bytes: int = 0
+    ) -> QueueStatus:
         """A :class:`QueueStatus` of these counters and the queue's sizes."""
         return QueueStatus(
             pending=pending,
+            pending_bytes=pending_bytes,
             in_flight=in_flight,
             oldest_pending_age_seconds=oldest_age,
             processed=self.processed,
@@ -122,6 +141,7 @@ class QueueCore:
         max_wait_seconds: float,
         workers: int,
         max_pending: int,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         retry_attempts: int,
         retry_backoff_seconds: float,
         shutdown_timeout_seconds: float,
@@ -134,6 +154,7 @@ class QueueCore:
         check_at_least("max_wait_seconds", max_wait_seconds, 0)
         check_at_least("workers", workers, 1)
         check_at_least("max_pending", max_pending, 1)
+        check_at_least("max_pending_bytes", max_pending_bytes, 1)
         check_at_least("retry_attempts", retry_attempts, 1)
         check_at_least("retry_backoff_seconds", retry_backoff_seconds, 0)
         check_at_least("shutdown_timeout_seconds", shutdown_timeout_seconds, 0)
@@ -142,6 +163,7 @@ class QueueCore:
         self._max_wait = float(max_wait_seconds)
         self._worker_count = workers
         self._max_pending = max_pending
+        self._max_pending_bytes = max_pending_bytes
         self._retry_attempts = retry_attempts
         self._backoff = float(retry_backoff_seconds)
         self._shutdown_timeout = float(shutdown_timeout_seconds)
@@ -175,6 +197,25 @@ class QueueCore:
             if thread is not threading.current_thread():
                 thread.join(max(grace, deadline - time.monotonic()))
 
+    def _log_refused(
+        self,
+        log: logging.Logger,
+        key: JobKey,
+        reason: str,
+        count: int,
+        error: Exception | None = None,
+    ) -> None:
+        """:func:`warn_refused` with this queue's limits."""
+        warn_refused(
+            log,
+            key,
+            reason,
+            count,
+            max_pending=self._max_pending,
+            max_pending_bytes=self._max_pending_bytes,
+            error=error,
+        )
+
     def _workers_running(self) -> bool:
         return not self._stop.is_set() and any(t.is_alive() for t in self._threads)
 
@@ -186,14 +227,25 @@ def warn_refused(
     count: int,
     *,
     max_pending: int,
+    max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
     error: Exception | None = None,
 ) -> None:
-    """Log why an add was refused: ``closed``, ``full``, or (durable queues) ``error``."""
+    """Log why an add was refused: ``closed``, ``full`` (keys), ``bytes`` (pending turns
+    over ``max_pending_bytes``), or (durable queues) ``error``."""
     where = describe_key(key)
     if reason == "closed":
         log.warning(
             "memfold queue is closed: update for %s not queued (%d refused since the "
             "last warning); record before closing Memory",
+            where,
+            count,
+        )
+    elif reason == "bytes":
+        log.warning(
+            "memfold queue holds max_pending_bytes=%d of pending turns: update for %s not "
+            "queued (%d refused since the last warning); raise max_pending_bytes or add "
+            "workers",
+            max_pending_bytes,
             where,
             count,
         )
@@ -240,13 +292,14 @@ def log_failure(
             exc_info=error,
         )
     elif outcome == "retry":
+        when = f"in {delay:.1f}s" if delay > 0 else "at once (a flush skips the backoff)"
         log.warning(
-            "memfold update for %s failed (%s): %s: %s; retrying in %.1fs",
+            "memfold update for %s failed (%s): %s: %s; retrying %s",
             where,
             attempts,
             type(error).__name__,
             error,
-            delay,
+            when,
         )
     else:
         reason = (

@@ -1,7 +1,8 @@
 """A queued job's payload as JSON, and the hashes that name a key and its scope in SQL.
 
 Pure functions: the durable queues store ``{"messages": [...], "signals": {...},
-"urgent": bool}`` per key and must read back exactly what was written.
+"urgent": bool, "recordedAt": float}`` per key (``recordedAt`` only when known) and must
+read back exactly what was written.
 """
 
 from __future__ import annotations
@@ -22,11 +23,13 @@ _ROLES = ("user", "assistant")
 
 @dataclass(frozen=True, slots=True)
 class Payload:
-    """What one queued key holds: the thread's latest messages, signals, urgency."""
+    """What one queued key holds: the thread's latest messages, signals, urgency, and when
+    its oldest record was made (the recorder's clock; ``None`` when unknown)."""
 
     messages: tuple[Message, ...]
     signals: Signals
     urgent: bool = False
+    recorded_at: float | None = None
 
 
 def _digest(parts: Sequence[str | None]) -> str:
@@ -46,7 +49,7 @@ def scope_hash(key: JobKey) -> str:
 
 def encode_payload(payload: Payload) -> str:
     """The payload as compact JSON text."""
-    data = {
+    data: dict[str, Any] = {
         "messages": [
             {"role": m.role, "content": m.content, **({"id": m.id} if m.id is not None else {})}
             for m in payload.messages
@@ -57,6 +60,8 @@ def encode_payload(payload: Payload) -> str:
         },
         "urgent": payload.urgent,
     }
+    if payload.recorded_at is not None:
+        data["recordedAt"] = payload.recorded_at
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -78,6 +83,11 @@ def decode_payload(value: str | bytes | Mapping[str, Any]) -> Payload:
                 Message(role, str(item["content"]), id=None if ident is None else str(ident))
             )
         signals = data.get("signals") or {}
+        recorded_at = data.get("recordedAt")
+        if recorded_at is not None and (
+            isinstance(recorded_at, bool) or not isinstance(recorded_at, int | float)
+        ):
+            raise ValueError(f"not a memfold queue payload: recordedAt={recorded_at!r}")
         return Payload(
             tuple(messages),
             Signals(
@@ -85,6 +95,7 @@ def decode_payload(value: str | bytes | Mapping[str, Any]) -> Payload:
                 reinforcement=bool(signals.get("reinforcement", False)),
             ),
             urgent=bool(data.get("urgent", False)),
+            recorded_at=None if recorded_at is None else float(recorded_at),
         )
     except (KeyError, TypeError, AttributeError, IndexError, json.JSONDecodeError) as exc:
         raise ValueError(f"not a memfold queue payload: {exc}") from exc

@@ -1,7 +1,8 @@
 """Shared mechanics of the durable queues (``queue: sqlite`` and ``queue: postgres``).
 
 One row per key in ``memfold_jobs`` holds the key's latest payload. ``add`` upserts it:
-the payload is replaced (an urgent record merges messages), signals are OR-merged, the
+the messages are combined by ``merge_record`` (a record repeating the thread replaces
+them, one holding only new turns is merged in), signals are OR-merged, the
 due time is reset to ``min(now + debounce, first_added_at + max_wait)`` and ``version``
 is bumped. Every replica runs the same workers: a worker *claims* a due row by writing a
 lease (owner token + expiry), runs the job with no transaction open, then deletes the row
@@ -32,12 +33,16 @@ from typing import Any
 
 from memfold.errors import StorageError
 from memfold.model import Message, Scope, Signals
-from memfold.queue._common import WARN_INTERVAL_SECONDS, RateLimitedWarning, warn_refused
+from memfold.queue._common import (
+    DEFAULT_MAX_PENDING_BYTES,
+    WARN_INTERVAL_SECONDS,
+    RateLimitedWarning,
+)
 from memfold.queue._payload import Payload, decode_payload, encode_payload, key_hash, scope_hash
 from memfold.queue._sql_worker import Cursor, SqlWorker, Tx, claimed_version
-from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key
+from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key, earliest
 from memfold.queue.clock import Clock
-from memfold.watermark import merge_messages
+from memfold.watermark import merge_record
 
 __all__ = ["SCHEMA_VERSION", "Cursor", "SqlQueue", "Tx", "WallClock", "install_schema"]
 
@@ -97,6 +102,7 @@ class SqlQueue(SqlWorker):
         max_wait_seconds: float = 120.0,
         workers: int = 4,
         max_pending: int = 10_000,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         retry_attempts: int = 3,
         retry_backoff_seconds: float = 2.0,
         shutdown_timeout_seconds: float = 30.0,
@@ -112,6 +118,7 @@ class SqlQueue(SqlWorker):
             max_wait_seconds=max_wait_seconds,
             workers=workers,
             max_pending=max_pending,
+            max_pending_bytes=max_pending_bytes,
             retry_attempts=retry_attempts,
             retry_backoff_seconds=retry_backoff_seconds,
             shutdown_timeout_seconds=shutdown_timeout_seconds,
@@ -182,11 +189,13 @@ class SqlQueue(SqlWorker):
         signals: Signals = NO_SIGNALS,
         *,
         urgent: bool = False,
+        recorded_at: float | None = None,
     ) -> bool:
         """Upsert the key's row (see the module docstring); never raises. Returns False when
-        refused: a new key beyond ``max_pending``, the queue is closed, or the database
-        failed (logged)."""
-        batch = Payload(tuple(messages), signals, urgent)
+        refused (counted and logged): a new key beyond ``max_pending``, a key whose pending
+        turns would exceed ``max_pending_bytes``, the queue is closed, or the database
+        failed."""
+        batch = Payload(tuple(messages), signals, urgent, recorded_at)
         with self._cond:
             closed = self._closed
             flushing = self._flushing > 0
@@ -194,18 +203,19 @@ class SqlQueue(SqlWorker):
             self._refuse(key, "closed")
             return False
         try:
-            admitted = self._upsert(key, batch, flushing)
+            refused = self._upsert(key, batch, flushing)
         except Exception as exc:
             self._refuse(key, "error", exc)
             return False
-        if not admitted:
-            self._refuse(key, "full")
+        if refused is not None:
+            self._refuse(key, refused)
             return False
         with self._cond:
             self._cond.notify()
         return True
 
-    def _upsert(self, key: JobKey, batch: Payload, flushing: bool) -> bool:
+    def _upsert(self, key: JobKey, batch: Payload, flushing: bool) -> str | None:
+        """Insert or merge the key's row; None, or why it was refused (``full``, ``bytes``)."""
         khash = key_hash(key)
         for _ in range(_INSERT_RETRIES):
             with self._transaction() as tx:
@@ -223,7 +233,10 @@ class SqlQueue(SqlWorker):
                         (now,),
                     ).fetchone()[0]
                     if count >= self._max_pending:
-                        return False
+                        return "full"
+                    text = encode_payload(batch)
+                    if len(text.encode("utf-8")) > self._max_pending_bytes:
+                        return "bytes"
                     due = (
                         now
                         if batch.urgent or flushing
@@ -233,7 +246,7 @@ class SqlQueue(SqlWorker):
                         "INSERT INTO memfold_jobs (key_hash, scope_hash, thread_id, user_id, "
                         "agent, payload, version, first_added_at, due_at, attempts) "
                         "VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, 0) ON CONFLICT (key_hash) DO NOTHING",
-                        (khash, scope_hash(key), *key, encode_payload(batch), now, due),
+                        (khash, scope_hash(key), *key, text, now, due),
                     ).rowcount
                     if inserted != 1:
                         continue  # another replica inserted the key first: update it instead
@@ -252,14 +265,17 @@ class SqlQueue(SqlWorker):
                         in_flight=leased and claimed_version(owner) in (None, int(version)),
                         flushing=flushing,
                     )
+                    text = encode_payload(payload)
+                    if len(text.encode("utf-8")) > self._max_pending_bytes:
+                        return "bytes"
                     tx.execute(
                         "UPDATE memfold_jobs SET payload = ?, version = version + 1, "
                         "first_added_at = ?, due_at = ?, attempts = 0 WHERE key_hash = ?",
-                        (encode_payload(payload), first_added, due, khash),
+                        (text, first_added, due, khash),
                     )
                 if due <= now:
                     self._notify(tx)
-                return True
+                return None
         raise StorageError(f"memfold queue: could not upsert {describe_key(key)}; retry")
 
     def _merge(
@@ -280,9 +296,12 @@ class SqlQueue(SqlWorker):
             # if the row had been taken out of the queue (a failure merges back what it had).
             payload, first_added = batch, now
         else:
-            merge = batch.urgent or old.urgent
-            messages = merge_messages(old.messages, batch.messages) if merge else batch.messages
-            payload = Payload(messages, old.signals.merge(batch.signals), merge)
+            payload = Payload(
+                merge_record(old.messages, batch.messages),
+                old.signals.merge(batch.signals),
+                batch.urgent or old.urgent,
+                earliest(old.recorded_at, batch.recorded_at),
+            )
         if payload.urgent or flushing:
             return payload, first_added, now
         due = min(now + self._debounce, first_added + self._max_wait)
@@ -296,7 +315,7 @@ class SqlQueue(SqlWorker):
             warner = self._error_warning if reason == "error" else self._reject_warning
             count = warner.should_log(time.monotonic())
         if count is not None:
-            warn_refused(logger, key, reason, count, max_pending=self._max_pending, error=error)
+            self._log_refused(logger, key, reason, count, error)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Make every queued row due now and wait until the table is empty, or ``timeout``
@@ -335,24 +354,37 @@ class SqlQueue(SqlWorker):
     # --- introspection ----------------------------------------------------------------
 
     def discard(self, scope: Scope) -> tuple[Job, ...]:
-        """Delete the scope's queued rows that no worker holds a live lease on (a running
-        job is fenced by the updater) and return their jobs."""
+        """Remove what the scope's rows hold, in every replica, and return it as jobs.
+
+        A waiting row is deleted. A row a worker holds a live lease on keeps that lease
+        (its running job is fenced by the clear's time); records that arrived while it ran
+        are taken out of it too, leaving it empty, so none of them runs after the clear.
+        """
         shash = scope_hash(("", scope.user_id, scope.agent))
         jobs: list[Job] = []
         with self._transaction() as tx:
             now = self._clock.now()
             rows = tx.execute(
-                "SELECT key_hash, thread_id, user_id, agent, payload FROM memfold_jobs "  # noqa: S608 - only module constants are interpolated
-                "WHERE scope_hash = ? AND (lease_expires_at IS NULL OR lease_expires_at < ?)"
-                f"{self.for_update}",
-                (shash, now),
+                "SELECT key_hash, thread_id, user_id, agent, payload, version, lease_owner, "  # noqa: S608 - only module constants are interpolated
+                f"lease_expires_at FROM memfold_jobs WHERE scope_hash = ?{self.for_update}",
+                (shash,),
             ).fetchall()
-            for khash, thread_id, user_id, agent, payload in rows:
-                tx.execute("DELETE FROM memfold_jobs WHERE key_hash = ?", (khash,))
+            for khash, thread_id, user_id, agent, payload, version, owner, expires in rows:
+                leased = expires is not None and float(expires) >= now
+                if leased and claimed_version(owner) in (None, int(version)):
+                    continue  # holds only the running job's own messages
+                if leased:
+                    tx.execute(
+                        "UPDATE memfold_jobs SET payload = ?, version = version + 1, "
+                        "first_added_at = ?, due_at = ?, attempts = 0 WHERE key_hash = ?",
+                        (encode_payload(Payload((), NO_SIGNALS)), now, now, khash),
+                    )
+                else:
+                    tx.execute("DELETE FROM memfold_jobs WHERE key_hash = ?", (khash,))
                 try:
                     batch = decode_payload(payload)
                 except ValueError:
-                    continue  # unreadable: deleting it is all a clear needs
+                    continue  # unreadable: removing it is all a clear needs
                 key = (str(thread_id), user_id, agent)
                 jobs.append(Job(key, batch.messages, batch.signals, urgent=batch.urgent))
         with self._cond:

@@ -27,8 +27,8 @@ from memfold.queue._common import (
     log_failure,
 )
 from memfold.queue._payload import Payload, decode_payload, encode_payload
-from memfold.queue.base import Job, JobKey, describe_key
-from memfold.watermark import merge_messages
+from memfold.queue.base import Job, JobKey, describe_key, earliest
+from memfold.watermark import merge_record
 
 __all__ = ["Claim", "Cursor", "SqlWorker", "Tx", "claimed_version"]
 
@@ -174,6 +174,7 @@ class SqlWorker(QueueCore):
             attempt=int(attempts) + 1,
             enqueued_at=float(first_added),
             urgent=payload.urgent,
+            recorded_at=payload.recorded_at,
         )
         return Claim(job, str(khash), int(version), owner), None
 
@@ -253,11 +254,12 @@ class SqlWorker(QueueCore):
             if row is not None and int(row[1]) != claim.version:
                 outcome = "superseded"
                 newer = decode_payload(row[0])
-                messages = newer.messages
-                if job.urgent:
-                    messages = merge_messages(job.messages, newer.messages)
+                messages = merge_record(job.messages, newer.messages)
                 merged = Payload(
-                    messages, newer.signals.merge(job.signals), newer.urgent or job.urgent
+                    messages,
+                    newer.signals.merge(job.signals),
+                    newer.urgent or job.urgent,
+                    earliest(newer.recorded_at, job.recorded_at),
                 )
                 first_added = min(float(row[2]), job.enqueued_at)
                 target = now if merged.urgent else min(float(row[3]), first_added + self._max_wait)

@@ -19,12 +19,15 @@ from typing import Protocol, runtime_checkable
 from memfold.model import Message, Scope, Signals
 
 __all__ = [
+    "MAX_RECORD_MARKS",
     "NO_SIGNALS",
     "Job",
     "JobKey",
     "QueueStatus",
+    "RecordMark",
     "UpdateQueue",
     "describe_key",
+    "earliest",
     "job_key",
 ]
 
@@ -33,10 +36,22 @@ JobKey = tuple[str, str | None, str | None]
 
 NO_SIGNALS = Signals()
 
+#: ``(recorded_at, index, message)``: when a record was made and the last message it left.
+RecordMark = tuple[float, int, Message]
+#: A job remembers at most this many of its records (the newest).
+MAX_RECORD_MARKS = 64
+
 
 def job_key(thread_id: str, user_id: str | None = None, agent: str | None = None) -> JobKey:
     """Build a queue key from its parts."""
     return (thread_id, user_id, agent)
+
+
+def earliest(first: float | None, second: float | None) -> float | None:
+    """The earlier of two optional record times (``None`` when neither is known)."""
+    if first is None:
+        return second
+    return first if second is None else min(first, second)
 
 
 def describe_key(key: JobKey) -> str:
@@ -49,7 +64,13 @@ def describe_key(key: JobKey) -> str:
 class Job:
     """One update to run: a thread's latest kept messages and the signals seen since the last
     successful update. ``attempt`` counts from 1; ``enqueued_at`` is the queue clock's time of
-    the oldest record the job covers (so ``now - enqueued_at`` is its worst latency)."""
+    the oldest record the job covers (so ``now - enqueued_at`` is its worst latency).
+    ``recorded_at`` is when that oldest record was made by the recorder's own clock (Unix
+    seconds; ``None`` when the recorder gave none): a scope cleared after it fences the
+    job, in whichever process or replica the clear happened. ``marks`` are
+    ``(recorded_at, index, message)`` of the records merged into the job, oldest first
+    (``messages[index] == message`` was the last message then), so a fence can forget the
+    turns recorded before a clear and still learn the ones after it."""
 
     key: JobKey
     messages: tuple[Message, ...]
@@ -57,6 +78,8 @@ class Job:
     attempt: int = 1
     enqueued_at: float = 0.0
     urgent: bool = False
+    recorded_at: float | None = None
+    marks: tuple[RecordMark, ...] = ()
 
     @property
     def thread_id(self) -> str:
@@ -91,6 +114,8 @@ class QueueStatus:
     last_error: str | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: UTF-8 bytes of the pending turns (the in-process queue; 0 for durable queues).
+    pending_bytes: int = 0
 
 
 @runtime_checkable
@@ -104,8 +129,12 @@ class UpdateQueue(Protocol):
         signals: Signals = NO_SIGNALS,
         *,
         urgent: bool = False,
+        recorded_at: float | None = None,
     ) -> bool:
-        """Enqueue a thread's latest messages; False when the queue refused them."""
+        """Enqueue a thread's latest messages; False when the queue refused them.
+
+        ``recorded_at`` (Unix seconds, the recorder's clock) travels with the job as the
+        time of its oldest record (see :attr:`Job.recorded_at`)."""
         ...
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -125,6 +154,8 @@ class UpdateQueue(Protocol):
         ...
 
     def discard(self, scope: Scope) -> tuple[Job, ...]:
-        """Remove the scope's waiting updates (not a running one) and return them; used by
-        ``clear``, so what was said before it is forgotten rather than learned after."""
+        """Remove the scope's waiting updates and return them; used by ``clear``, so what
+        was said before it is forgotten rather than learned after. A running job is left to
+        the clear fence (its ``recorded_at`` predates the clear); records that arrived
+        while it ran are returned too."""
         ...

@@ -48,6 +48,7 @@ def open_queue(
         "max_wait_seconds": config.max_wait_seconds,
         "workers": config.workers,
         "max_pending": config.max_pending,
+        "max_pending_bytes": config.max_pending_bytes,
         "retry_attempts": config.retry_attempts,
         "retry_backoff_seconds": config.retry_backoff_seconds,
         "shutdown_timeout_seconds": config.shutdown_timeout_seconds,
@@ -71,7 +72,13 @@ def open_queue(
             )
         from memfold.queue.postgres import PostgresQueue
 
-        return PostgresQueue(config.dsn, process, lease_seconds=lease, **options)
+        return PostgresQueue(
+            config.dsn,
+            process,
+            lease_seconds=lease,
+            connect_timeout_seconds=config.connect_timeout_seconds,
+            **options,
+        )
     if ":" in kind:
         return _from_factory(kind, config, process, clock=clock, start=start)
     raise ConfigError(

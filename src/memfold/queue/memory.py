@@ -23,15 +23,25 @@ from dataclasses import dataclass, field
 
 from memfold.model import Message, Scope, Signals
 from memfold.queue._common import (
+    DEFAULT_MAX_PENDING_BYTES,
     WARN_INTERVAL_SECONDS,
     QueueCore,
     RateLimitedWarning,
     log_failure,
-    warn_refused,
+    messages_bytes,
 )
-from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key
+from memfold.queue.base import (
+    MAX_RECORD_MARKS,
+    NO_SIGNALS,
+    Job,
+    JobKey,
+    QueueStatus,
+    RecordMark,
+    describe_key,
+    earliest,
+)
 from memfold.queue.clock import Clock, SystemClock
-from memfold.watermark import merge_messages
+from memfold.watermark import MergeIndex, merge_record, merge_record_indexed
 
 __all__ = ["InProcessQueue"]
 
@@ -63,6 +73,17 @@ class _Pending:
     attempt: int = 1
     urgent: bool = False
     not_before: float = -math.inf  # a retry's backoff; a later record does not cut it short
+    recorded_at: float | None = None  # the oldest record's, by the recorder's clock
+    marks: tuple[RecordMark, ...] = ()
+    size: int = 0  # UTF-8 bytes of ``messages``, counted in the queue's pending bytes
+    index: MergeIndex | None = None  # of ``messages``, while records only append to them
+
+    def remember(self, recorded_at: float | None) -> None:
+        """Note a record just merged in (see ``Job.marks``)."""
+        self.recorded_at = earliest(self.recorded_at, recorded_at)
+        if recorded_at is not None and self.messages:
+            mark = (recorded_at, len(self.messages) - 1, self.messages[-1])
+            self.marks = (*self.marks[1 - MAX_RECORD_MARKS :], mark)
 
     def job(self, key: JobKey) -> Job:
         return Job(
@@ -72,6 +93,8 @@ class _Pending:
             attempt=self.attempt,
             enqueued_at=self.first_added,
             urgent=self.urgent,
+            recorded_at=self.recorded_at,
+            marks=self.marks,
         )
 
 
@@ -93,6 +116,7 @@ class InProcessQueue(QueueCore):
         max_wait_seconds: float = 120.0,
         workers: int = 4,
         max_pending: int = 10_000,
+        max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES,
         retry_attempts: int = 3,
         retry_backoff_seconds: float = 2.0,
         shutdown_timeout_seconds: float = 30.0,
@@ -108,12 +132,14 @@ class InProcessQueue(QueueCore):
             max_wait_seconds=max_wait_seconds,
             workers=workers,
             max_pending=max_pending,
+            max_pending_bytes=max_pending_bytes,
             retry_attempts=retry_attempts,
             retry_backoff_seconds=retry_backoff_seconds,
             shutdown_timeout_seconds=shutdown_timeout_seconds,
             clock=clock if clock is not None else SystemClock(),
         )
         self._pending: dict[JobKey, _Pending] = {}
+        self._pending_bytes = 0  # sum of the pending items' sizes
         self._heap: list[_Entry] = []
         self._blocked: dict[Scope, list[_Entry]] = {}  # due, but their scope was busy
         self._in_flight: dict[JobKey, Job] = {}
@@ -174,53 +200,82 @@ class InProcessQueue(QueueCore):
         signals: Signals = NO_SIGNALS,
         *,
         urgent: bool = False,
+        recorded_at: float | None = None,
     ) -> bool:
         """Enqueue a thread's latest messages; never blocks on work, never raises on load.
 
-        A pending item for the same key is replaced (latest messages win) and its signals
-        are OR-merged. ``urgent`` makes the key due at once and merges rather than replaces,
-        so neither the messages about to be summarised away nor newer pending ones are lost.
-        Returns False when refused: a new key beyond ``max_pending``, or the queue is closed.
+        A record for a key already pending is combined with it by
+        :func:`~memfold.watermark.merge_record`: one that repeats the pending messages (the
+        whole thread) replaces them, one that does not (only the newest turn) is merged in
+        order, so no pending message is lost; signals are OR-merged. ``urgent`` makes the
+        key due at once (messages about to be summarised away).
+        Returns False when refused (counted in ``rejected`` and logged, rate-limited): a
+        new key beyond ``max_pending``, pending turns beyond ``max_pending_bytes``, or the
+        queue is closed.
         """
         batch = tuple(messages)
-        warn: tuple[str, int] | None = None
         with self._cond:
             now = self._clock.now()
-            if self._closed:
+            refused = self._admit_locked(
+                key, batch, signals=signals, urgent=urgent, recorded_at=recorded_at, now=now
+            )
+            count = None
+            if refused is not None:
                 self._counters.rejected += 1
-                count = self._closed_warning.should_log(now)
-                warn = None if count is None else ("closed", count)
-                admitted = False
-            else:
-                item = self._pending.get(key)
-                if item is None and len(self._pending) >= self._max_pending:
-                    self._counters.rejected += 1
-                    count = self._reject_warning.should_log(now)
-                    warn = None if count is None else ("full", count)
-                    admitted = False
-                else:
-                    if item is None:
-                        item = _Pending(batch, signals, first_added=now, urgent=urgent)
-                        self._pending[key] = item
-                    else:
-                        merge = urgent or item.urgent
-                        item.messages = merge_messages(item.messages, batch) if merge else batch
-                        item.signals = item.signals.merge(signals)
-                        item.urgent = merge
-                        item.attempt = 1
-                    if item.urgent or self._flushing:
-                        due = now
-                    else:
-                        due = min(now + self._debounce, item.first_added + self._max_wait)
-                        due = max(due, item.not_before)
-                    self._schedule_locked(key, item, due)
-                    admitted = True
-        if warn is not None:
-            self._warn_refused(key, *warn)
-        return admitted
+                warner = self._closed_warning if refused == "closed" else self._reject_warning
+                count = warner.should_log(now)
+        if refused is not None and count is not None:
+            self._log_refused(logger, key, refused, count)
+        return refused is None
 
-    def _warn_refused(self, key: JobKey, reason: str, count: int) -> None:
-        warn_refused(logger, key, reason, count, max_pending=self._max_pending)
+    def _admit_locked(
+        self,
+        key: JobKey,
+        batch: tuple[Message, ...],
+        *,
+        signals: Signals,
+        urgent: bool,
+        recorded_at: float | None,
+        now: float,
+    ) -> str | None:
+        """Merge a record into the key's pending item and schedule it; or say why not
+        (``closed``, ``full``: too many keys, ``bytes``: too many pending turns)."""
+        if self._closed:
+            return "closed"
+        item = self._pending.get(key)
+        if item is None and len(self._pending) >= self._max_pending:
+            return "full"
+        index, appended = None, False
+        if item is None:
+            merged = batch
+        else:
+            merged, index, appended = merge_record_indexed(item.messages, item.index, batch)
+        size = item.size + messages_bytes(batch) if item and appended else messages_bytes(merged)
+        before = 0 if item is None else item.size
+        if self._pending_bytes - before + size > self._max_pending_bytes:
+            return "bytes"
+        self._pending_bytes += size - before
+        if item is None:
+            item = _Pending(merged, signals, first_added=now, urgent=urgent, size=size)
+            self._pending[key] = item
+        else:
+            item.messages, item.size, item.index = merged, size, index
+            item.signals = item.signals.merge(signals)
+            item.urgent = urgent or item.urgent
+            item.attempt = 1
+        item.remember(recorded_at)
+        if item.urgent or self._flushing:
+            due = now
+        else:
+            due = min(now + self._debounce, item.first_added + self._max_wait)
+            due = max(due, item.not_before)
+        self._schedule_locked(key, item, due)
+        return None
+
+    def _resize_locked(self, item: _Pending) -> None:
+        size = messages_bytes(item.messages)
+        self._pending_bytes += size - item.size
+        item.size = size
 
     def _schedule_locked(self, key: JobKey, item: _Pending, due: float) -> None:
         item.due = due
@@ -249,6 +304,7 @@ class InProcessQueue(QueueCore):
                 self._blocked.setdefault(scope, []).append(entry)
                 continue
             del self._pending[entry.key]
+            self._pending_bytes -= item.size
             self._busy_scopes.add(scope)
             job = item.job(entry.key)
             self._in_flight[entry.key] = job
@@ -286,14 +342,16 @@ class InProcessQueue(QueueCore):
         delay = 0.0 if self._flushing else self._backoff * 2 ** (job.attempt - 1)
         newer = self._pending.get(job.key)
         if newer is not None:
-            # A record arrived during the attempt: it holds the thread's latest messages,
-            # so it replaces the retry, keeping what the failed job signalled and its age.
+            # A record arrived during the attempt: it takes over the retry, keeping what
+            # the failed job held (merged like any record), signalled, and its age.
             newer.signals = newer.signals.merge(job.signals)
             newer.first_added = min(newer.first_added, job.enqueued_at)
             newer.not_before = max(newer.not_before, now + delay)
-            if job.urgent:
-                newer.messages = merge_messages(job.messages, newer.messages)
-                newer.urgent = True
+            newer.messages, newer.index = merge_record(job.messages, newer.messages), None
+            self._resize_locked(newer)
+            newer.urgent = newer.urgent or job.urgent
+            newer.recorded_at = earliest(newer.recorded_at, job.recorded_at)
+            newer.marks = (*job.marks, *newer.marks)[-MAX_RECORD_MARKS:]
             target = now if newer.urgent else min(newer.due, newer.first_added + self._max_wait)
             self._schedule_locked(job.key, newer, max(target, newer.not_before))
             return "superseded", delay
@@ -309,8 +367,11 @@ class InProcessQueue(QueueCore):
             attempt=job.attempt + 1,
             urgent=job.urgent,
             not_before=now + delay,
+            recorded_at=job.recorded_at,
+            marks=job.marks,
         )
         self._pending[job.key] = retry
+        self._resize_locked(retry)  # a retry of accepted work is never refused for size
         self._schedule_locked(job.key, retry, retry.not_before)
         self._counters.retried += 1
         return "retry", delay
@@ -396,6 +457,7 @@ class InProcessQueue(QueueCore):
                 pending=len(self._pending),
                 in_flight=len(self._in_flight),
                 oldest_age=max(0.0, now - oldest),
+                pending_bytes=self._pending_bytes,
             )
 
     def discard(self, scope: Scope) -> tuple[Job, ...]:
@@ -403,6 +465,7 @@ class InProcessQueue(QueueCore):
         with self._cond:
             keys = [k for k in self._pending if Scope(k[1], k[2]) == scope]
             items = [(key, self._pending.pop(key)) for key in keys]
+            self._pending_bytes -= sum(item.size for _, item in items)
             self._cond.notify_all()  # a flush waiting for these may be done now
         return tuple(item.job(key) for key, item in items)
 

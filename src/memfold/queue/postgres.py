@@ -78,29 +78,35 @@ class PostgresQueue(SqlQueue):
         dsn: str,
         process: Callable[[Job], object],
         *,
-        connect_timeout_seconds: float = 10.0,
+        connect_timeout_seconds: float = 2.0,
         start: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(process, **options)
         try:
             import psycopg
-            from psycopg_pool import ConnectionPool
+            from psycopg_pool import ConnectionPool, PoolTimeout
         except ImportError as exc:
             raise ConfigError(
                 "queue=postgres needs psycopg 3 and psycopg_pool: pip install 'memfold[postgres]'",
                 key="queue",
             ) from exc
+        from memfold.store.postgres import connection_kwargs
+
         self._psycopg: Any = psycopg
+        self._pool_timeout: Any = PoolTimeout
         self._dsn = dsn
+        self._timeout = connect_timeout_seconds
+        self._connect_kwargs = connection_kwargs(connect_timeout_seconds)
         self._listener: threading.Thread | None = None
         self._pool: Any = ConnectionPool(
             dsn,
             min_size=1,
             max_size=self._worker_count + 4,
-            kwargs={"autocommit": True},
+            kwargs=self._connect_kwargs,
             open=False,
             name="memfold-queue",
+            timeout=connect_timeout_seconds,
         )
         try:
             self._pool.open(wait=True, timeout=connect_timeout_seconds)
@@ -117,8 +123,14 @@ class PostgresQueue(SqlQueue):
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[Tx]:
-        with self._pool.connection() as conn, conn.transaction():
-            yield _PgTx(conn)
+        try:
+            with self._pool.connection(timeout=self._timeout) as conn, conn.transaction():
+                yield _PgTx(conn)
+        except self._pool_timeout as exc:  # only getting the connection waits on the pool
+            raise StorageError(
+                f"cannot reach the PostgreSQL queue within connect_timeout_seconds="
+                f"{self._timeout:g}: {exc}; check the server"
+            ) from exc
 
     def _claim_lock(self, tx: Tx) -> None:
         tx.execute("SELECT pg_advisory_xact_lock(?)", (_CLAIM_LOCK,))
@@ -147,7 +159,7 @@ class PostgresQueue(SqlQueue):
         """Turn NOTIFYs from every replica into local wake-ups; reconnect on errors."""
         while not self._stop.is_set():
             try:
-                with self._psycopg.connect(self._dsn, autocommit=True) as conn:
+                with self._psycopg.connect(self._dsn, **self._connect_kwargs) as conn:
                     conn.execute(f"LISTEN {_CHANNEL}")
                     while not self._stop.is_set():
                         woke = False

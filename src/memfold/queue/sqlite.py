@@ -20,7 +20,7 @@ from memfold.errors import StorageError
 from memfold.queue._sql import SqlQueue, install_schema
 from memfold.queue._sql_worker import Tx
 from memfold.queue.base import Job
-from memfold.store.sqlite import switch_to_wal, truncate_wal
+from memfold.store.sqlite import check_regular_file, switch_to_wal, truncate_wal
 
 __all__ = ["QUEUE_FILE", "SqliteQueue"]
 
@@ -73,6 +73,7 @@ class SqliteQueue(SqlQueue):
         self._connections_lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            check_regular_file(self.path, "the queue database")
             self._create_schema()
         except sqlite3.Error as exc:
             self._close_connections()

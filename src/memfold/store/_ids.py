@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 
+from memfold.model import validate_id as _validate_id
+
 __all__ = ["DEFAULT_USER_DIR", "HASH_HEX_CHARS", "PREFIX_CHARS", "encode_id", "validate_id"]
 
 #: Directory of the default user (``user_id=None``). ``encode_id`` never produces it: its
@@ -28,23 +30,14 @@ _SAFE = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
 def validate_id(value: object, what: str) -> str:
-    """Check that ``value`` can name a user or agent; returns it unchanged.
+    """:func:`memfold.model.validate_id` without the length limit: a store must read back
+    every id it ever stored. Returns ``value`` unchanged.
 
     Raises:
         TypeError: ``value`` is not a string.
         ValueError: it is empty, contains NUL, or is not valid Unicode (lone surrogates).
     """
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a string or None, got {type(value).__name__}")
-    if not value:
-        raise ValueError(f"{what} must not be empty: use None for the default {what}")
-    if "\x00" in value:
-        raise ValueError(f"{what} {value!r} contains a NUL character, which ids may not hold")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"{what} {value!r} is not valid Unicode: {exc.reason}") from exc
-    return value
+    return _validate_id(value, what, max_chars=None, optional=True)
 
 
 def encode_id(value: str, what: str = "id") -> str:

@@ -41,13 +41,16 @@ from typing import Any, ClassVar
 
 from memfold.errors import ConflictError, CorruptMemoryError, StorageError
 from memfold.history import ChangeEvent, stamp
-from memfold.model import DocumentError, MemoryDocument, Scope, document_from_dict, document_to_dict
+from memfold.model import DocumentError, MemoryDocument, Scope, document_from_dict
 from memfold.store._ids import validate_id
 from memfold.store._parsed import ParsedRows
 from memfold.store.base import (
     DEFAULT_MAX_HISTORY_EVENTS,
     check_commit_args,
     check_history_limit,
+    cleared,
+    committed,
+    encode_document,
     loads_strict_json,
 )
 
@@ -249,18 +252,6 @@ class BaseSqlStore:
         row = self._select(conn, keys, lock=False)
         return 0 if row is None else int(row[0])
 
-    @staticmethod
-    def _dump(scope: Scope, document: MemoryDocument) -> str:
-        try:
-            return json.dumps(
-                document_to_dict(document),
-                ensure_ascii=False,
-                separators=(",", ":"),
-                allow_nan=False,
-            )
-        except (TypeError, ValueError) as exc:
-            raise StorageError(f"cannot serialise the memory of {scope}: {exc}") from exc
-
     def _write(
         self,
         conn: Any,
@@ -271,7 +262,7 @@ class BaseSqlStore:
         previous: int | None,
     ) -> None:
         """Insert (``previous`` None) or compare-and-set update the row to ``stored``."""
-        text = self._dump(scope, stored)
+        text = encode_document(scope, stored)
         if previous is None:
             cursor = self._run(
                 conn,
@@ -349,6 +340,7 @@ class BaseSqlStore:
 
         Raises:
             ConflictError: the stored revision differs; nothing was written.
+            InvalidDocumentError: ``document`` would not load back; nothing was written.
             CorruptMemoryError: the stored row does not parse; nothing was written.
             StorageError: the write failed; the previous version is intact.
             TypeError, ValueError: bad arguments or ids.
@@ -362,14 +354,16 @@ class BaseSqlStore:
                 if stored_revision != expected:  # before parsing: conflicts are the hot path
                     raise ConflictError(scope, expected=expected, actual=stored_revision)
                 current = _EMPTY if row is None else self._parse(scope, *row)
-                stored = document.with_changes(revision=expected + 1, generation=current.generation)
+                stored = committed(document, current, expected)
                 self._write(conn, scope, keys, stored, previous=None if row is None else expected)
                 self._append_history(conn, keys, events, stored.revision)
                 return stored
         except self.driver_errors as exc:
             raise self._storage_error(exc, f"commit the memory of {scope}") from exc
 
-    def clear(self, scope: Scope, *, events: Sequence[ChangeEvent] = ()) -> MemoryDocument:
+    def clear(
+        self, scope: Scope, *, cleared_at: str = "", events: Sequence[ChangeEvent] = ()
+    ) -> MemoryDocument:
         """Replace the scope's memory with an empty document, bumping generation and revision.
 
         A corrupt row is not cleared: clearing must not be a way to lose data silently.
@@ -384,12 +378,7 @@ class BaseSqlStore:
                 with self._connection() as conn, self._write_transaction(conn):
                     row = self._select(conn, keys, lock=True)
                     current = _EMPTY if row is None else self._parse(scope, *row)
-                    # Watermarks survive: messages seen before the clear are not re-learned.
-                    stored = MemoryDocument(
-                        revision=current.revision + 1,
-                        generation=current.generation + 1,
-                        watermarks=current.watermarks,
-                    )
+                    stored = cleared(current, cleared_at)
                     previous = None if row is None else current.revision
                     self._write(conn, scope, keys, stored, previous=previous)
                     self._append_history(conn, keys, events, stored.revision)

@@ -8,18 +8,32 @@ built-in store implements it, and ``Memory`` keeps no history with a store that 
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from memfold.errors import InvalidDocumentError, StorageError
 from memfold.history import ChangeEvent
-from memfold.model import MemoryDocument, Scope
+from memfold.model import (
+    DocumentError,
+    MemoryDocument,
+    Scope,
+    check_document,
+    document_to_dict,
+)
 
 __all__ = [
     "DEFAULT_MAX_HISTORY_EVENTS",
     "HistoryStore",
     "MemoryStore",
+    "check_commit_args",
     "check_history_limit",
     "check_max_history_events",
+    "cleared",
+    "committed",
+    "encode_document",
+    "loads_strict_json",
+    "not_a_regular_file",
 ]
 
 #: Change events kept per scope unless configured (``max_history_events``).
@@ -52,15 +66,18 @@ class MemoryStore(Protocol):
 
         Raises:
             ConflictError: the stored revision differs (nothing was written).
+            InvalidDocumentError: ``document`` would not load back; nothing was written.
             CorruptMemoryError: the stored data cannot be parsed (nothing was written).
             StorageError: the write failed; the previous version is intact.
         """
         ...
 
-    def clear(self, scope: Scope) -> MemoryDocument:
+    def clear(self, scope: Scope, *, cleared_at: str = "") -> MemoryDocument:
         """Empty the scope and bump its ``generation`` (and revision); returns the result.
 
         Thread watermarks are kept, so messages seen before the clear are not re-learned.
+        ``cleared_at`` (ISO-8601 UTC) becomes the document's ``cleared_at``: updates of
+        turns recorded before it learn nothing, in any process (see :func:`cleared`).
         """
         ...
 
@@ -91,7 +108,9 @@ class HistoryStore(MemoryStore, Protocol):
         events: Sequence[ChangeEvent] = (),
     ) -> MemoryDocument: ...
 
-    def clear(self, scope: Scope, *, events: Sequence[ChangeEvent] = ()) -> MemoryDocument: ...
+    def clear(
+        self, scope: Scope, *, cleared_at: str = "", events: Sequence[ChangeEvent] = ()
+    ) -> MemoryDocument: ...
 
     def history(self, scope: Scope, *, limit: int | None = None) -> list[ChangeEvent]:
         """The scope's events, newest first, at most ``limit`` (None: all that are kept).
@@ -152,6 +171,30 @@ def check_commit_args(document: object, expected_revision: object) -> int:
     return expected_revision
 
 
+def committed(
+    document: MemoryDocument, current: MemoryDocument, expected_revision: int
+) -> MemoryDocument:
+    """What a successful ``commit`` stores: the next revision, the stored generation (only
+    ``clear`` changes it) and the later of the two clear times (a commit never undoes a
+    clear's fence; an import may set a later one)."""
+    return document.with_changes(
+        revision=expected_revision + 1,
+        generation=current.generation,
+        cleared_at=max(current.cleared_at, document.cleared_at),
+    )
+
+
+def cleared(current: MemoryDocument, cleared_at: str) -> MemoryDocument:
+    """What ``clear`` stores in place of ``current``: nothing but the bumped revision and
+    generation, the watermarks (turns seen before the clear stay seen) and the clear time."""
+    return MemoryDocument(
+        revision=current.revision + 1,
+        generation=current.generation + 1,
+        watermarks=current.watermarks,
+        cleared_at=max(current.cleared_at, cleared_at),
+    )
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number (only Python writes it)")
 
@@ -165,3 +208,46 @@ def loads_strict_json(raw: str | bytes) -> Any:
         RecursionError: it is nested too deeply.
     """
     return json.loads(raw, parse_constant=_reject_constant)
+
+
+def encode_document(scope: Scope, document: MemoryDocument) -> str:
+    """``document`` as the compact JSON text every store writes, checked to load back.
+
+    A store writes only what its ``load`` can read again: a document that would not (a
+    fact ``source`` that is not a string, NaN, a value nested too deeply) is refused here,
+    before anything is written, instead of making the scope unreadable afterwards.
+
+    Raises:
+        InvalidDocumentError: naming the field that would not load back.
+    """
+    try:
+        check_document(document)  # the loader's rules, without a JSON round trip
+        text = json.dumps(
+            document_to_dict(document),
+            ensure_ascii=False,
+            separators=(",", ":"),
+            allow_nan=False,
+        )
+        text.encode("utf-8")  # lone surrogates cannot be written to a file or a row
+    except DocumentError as exc:
+        raise InvalidDocumentError(scope, str(exc)) from exc
+    except (TypeError, ValueError) as exc:  # not JSON: sets, objects, NaN, bad Unicode
+        raise InvalidDocumentError(scope, f"not storable as JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise InvalidDocumentError(scope, "a value is nested too deeply") from exc
+    return text
+
+
+def not_a_regular_file(path: object, mode: int, what: str) -> StorageError:
+    """The error for a memory path that holds a FIFO, a directory or a device: reading it
+    could block forever (a FIFO) or fail obscurely, so it is refused by name."""
+    if stat.S_ISFIFO(mode):
+        kind = "a FIFO"
+    elif stat.S_ISDIR(mode):
+        kind = "a directory"
+    else:
+        kind = "a special file"
+    return StorageError(
+        f"{what} {path} is {kind}, not a regular file; memfold reads memory only from "
+        "regular files: move it away, then retry"
+    )

@@ -57,7 +57,11 @@ def _postgres(config: MemoryConfig) -> MemoryStore:
         ) from exc
     if not config.dsn:
         raise ConfigError("storage=postgres needs dsn (e.g. postgresql://user@host/db)", key="dsn")
-    return PostgresStore(config.dsn, max_history_events=config.max_history_events)
+    return PostgresStore(
+        config.dsn,
+        max_history_events=config.max_history_events,
+        connect_timeout_seconds=config.connect_timeout_seconds,
+    )
 
 
 def _from_factory(spec: str, config: MemoryConfig) -> MemoryStore:

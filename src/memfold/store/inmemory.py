@@ -19,6 +19,9 @@ from memfold.store.base import (
     check_commit_args,
     check_history_limit,
     check_max_history_events,
+    cleared,
+    committed,
+    encode_document,
 )
 
 __all__ = ["InMemoryStore"]
@@ -72,30 +75,27 @@ class InMemoryStore:
 
         Raises:
             ConflictError: the stored revision differs; nothing was stored.
+            InvalidDocumentError: the document would not load back; nothing was stored.
             TypeError, ValueError: bad arguments or ids.
         """
         check_commit_args(document, expected_revision)
+        encode_document(scope, document)  # refuse what a durable store could not load back
         with self._lock:
             current = self._documents.get(_checked(scope), _EMPTY)
             if current.revision != expected_revision:
                 raise ConflictError(scope, expected=expected_revision, actual=current.revision)
-            stored = document.with_changes(
-                revision=expected_revision + 1, generation=current.generation
-            )
+            stored = committed(document, current, expected_revision)
             self._documents[scope] = stored
             self._record(scope, events, stored.revision)
             return stored
 
-    def clear(self, scope: Scope, *, events: Sequence[ChangeEvent] = ()) -> MemoryDocument:
+    def clear(
+        self, scope: Scope, *, cleared_at: str = "", events: Sequence[ChangeEvent] = ()
+    ) -> MemoryDocument:
         """Replace the scope's memory with an empty document, bumping generation and revision."""
         with self._lock:
             current = self._documents.get(_checked(scope), _EMPTY)
-            # Watermarks survive: messages seen before the clear must not be re-learned.
-            stored = MemoryDocument(
-                revision=current.revision + 1,
-                generation=current.generation + 1,
-                watermarks=current.watermarks,
-            )
+            stored = cleared(current, cleared_at)
             self._documents[scope] = stored
             self._record(scope, events, stored.revision)
             return stored

@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -41,7 +42,6 @@ from memfold.model import (
     MemoryDocument,
     Scope,
     document_from_dict,
-    document_to_dict,
 )
 from memfold.store._erase import erase_folder
 from memfold.store._history_file import HISTORY_FILE, append_events, read_events
@@ -51,7 +51,11 @@ from memfold.store.base import (
     check_commit_args,
     check_history_limit,
     check_max_history_events,
+    cleared,
+    committed,
+    encode_document,
     loads_strict_json,
+    not_a_regular_file,
 )
 
 __all__ = ["JsonFileStore"]
@@ -68,7 +72,10 @@ RACY_WINDOW_NS = 2_000_000_000
 _THREAD_LOCK_STRIPES = 64
 _EMPTY = MemoryDocument()
 
-_StatKey = tuple[int, int, int]
+_StatKey = tuple[int, int, int, int]
+#: Names of the temp files writes go through; a crash between write and rename leaves
+#: one behind, a full copy of the document (swept under the scope's lock).
+_TEMP_PREFIXES = (".memory.", ".scope.", ".history.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +123,9 @@ class _LRU:
 
 
 def _stat_key(st: os.stat_result) -> _StatKey:
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
+    # ctime too: a restore from backup can bring back the inode, size and mtime, but the
+    # kernel sets ctime on every change and nobody can set it back
+    return (st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -129,6 +138,30 @@ def _fsync_dir(folder: Path) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def _orphans(folder: Path) -> list[str]:
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [n for n in names if n.endswith(".tmp") and n.startswith(_TEMP_PREFIXES)]
+
+
+def _has_orphans(folder: Path) -> bool:
+    return bool(_orphans(folder))
+
+
+def _remove_orphans(folder: Path) -> None:
+    """Delete the temp files of writes that never reached their rename (call it holding
+    the scope's lock, so no write in progress is touched)."""
+    removed = 0
+    for name in _orphans(folder):
+        with contextlib.suppress(OSError):  # gone already, or not ours to remove
+            os.unlink(folder / name)
+            removed += 1
+    if removed:
+        log.info("removed %d temp file(s) a crashed write left in %s", removed, folder)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -162,6 +195,7 @@ class JsonFileStore:
         self._cache = _LRU(cache_size)
         self._clock_ns = wall_clock_ns
         self._stripes = tuple(threading.Lock() for _ in range(_THREAD_LOCK_STRIPES))
+        self._closed = False
 
     # --- paths ------------------------------------------------------------------------
 
@@ -212,6 +246,7 @@ class JsonFileStore:
 
         Raises:
             ConflictError: the stored revision differs; nothing was written.
+            InvalidDocumentError: ``document`` would not load back; nothing was written.
             CorruptMemoryError: the stored file does not parse; nothing was written.
             StorageError: the write failed; the previous file is intact.
             TypeError, ValueError: bad arguments or ids.
@@ -226,9 +261,7 @@ class JsonFileStore:
             current = self._load_path(path)
             if current.revision != expected_revision:
                 raise ConflictError(scope, expected=expected_revision, actual=current.revision)
-            stored = document.with_changes(
-                revision=expected_revision + 1, generation=current.generation
-            )
+            stored = committed(document, current, expected_revision)
             self._append_history(folder, events, current.revision, stored.revision)
             self._write(scope, folder, path, stored)
             return stored
@@ -244,8 +277,11 @@ class JsonFileStore:
             replace=self._replace,
         )
 
-    def clear(self, scope: Scope, *, events: Sequence[ChangeEvent] = ()) -> MemoryDocument:
-        """Replace the scope's memory with an empty document, bumping generation and revision.
+    def clear(
+        self, scope: Scope, *, cleared_at: str = "", events: Sequence[ChangeEvent] = ()
+    ) -> MemoryDocument:
+        """Replace the scope's memory with an empty document, bumping generation and revision
+        (``cleared_at``: see :meth:`MemoryStore.clear <memfold.store.base.MemoryStore.clear>`).
 
         A corrupt file is not cleared (move it away by hand): clearing must not be a way
         to lose data silently.
@@ -258,12 +294,7 @@ class JsonFileStore:
         path = folder / MEMORY_FILE
         with self._locked(folder):
             current = self._load_path(path)
-            # Watermarks survive: messages seen before the clear must not be re-learned.
-            stored = MemoryDocument(
-                revision=current.revision + 1,
-                generation=current.generation + 1,
-                watermarks=current.watermarks,
-            )
+            stored = cleared(current, cleared_at)
             self._append_history(folder, events, current.revision, stored.revision)
             self._write(scope, folder, path, stored)
             return stored
@@ -326,7 +357,10 @@ class JsonFileStore:
             raise StorageError(f"cannot list {folder}: {exc.strerror}") from exc
 
     def close(self) -> None:
-        """Drop the read cache. Files need no closing; calling this twice is fine."""
+        """Drop the read cache and refuse later writes (a worker still inside a hung model
+        call when ``Memory.close`` gave up must not commit afterwards). Reads go on
+        working; calling this twice is fine."""
+        self._closed = True
         self._cache.clear()
 
     @property
@@ -339,12 +373,15 @@ class JsonFileStore:
     def _load_path(self, path: Path) -> MemoryDocument:
         name = str(path)
         try:
-            key = _stat_key(os.stat(path))
+            st = os.stat(path)
         except FileNotFoundError:
             self._cache.drop(name)
             return _EMPTY
         except OSError as exc:
             raise StorageError(f"cannot read memory file {path}: {exc.strerror}") from exc
+        if not stat.S_ISREG(st.st_mode):
+            raise not_a_regular_file(path, st.st_mode, "memory file")
+        key = _stat_key(st)
         entry = self._cache.get(name)
         if entry is not None and entry.key == key and entry.raw is None:
             return entry.document
@@ -352,6 +389,8 @@ class JsonFileStore:
         if read is None:
             self._cache.drop(name)
             return _EMPTY
+        if entry is None:  # the first read of this scope here: sweep what a crash left
+            self._sweep(path.parent)
         raw, key = read
         if entry is not None and entry.key == key and entry.raw == raw:
             document = entry.document
@@ -362,14 +401,27 @@ class JsonFileStore:
 
     @staticmethod
     def _read(path: Path) -> tuple[bytes, _StatKey] | None:
+        """The file's bytes and stat key; None when it is gone.
+
+        Opened without blocking and checked to be a regular file: a FIFO put in its place
+        would otherwise block the open (and the caller) forever.
+        """
         try:
-            with open(path, "rb") as handle:
-                key = _stat_key(os.fstat(handle.fileno()))
-                return handle.read(), key
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise StorageError(f"cannot read memory file {path}: {exc.strerror}") from exc
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise not_a_regular_file(path, st.st_mode, "memory file")
+            with open(fd, "rb", closefd=False) as handle:
+                return handle.read(), _stat_key(st)
+        except OSError as exc:
+            raise StorageError(f"cannot read memory file {path}: {exc.strerror}") from exc
+        finally:
+            os.close(fd)
 
     @staticmethod
     def _parse(path: Path, raw: bytes) -> MemoryDocument:
@@ -397,7 +449,13 @@ class JsonFileStore:
 
     @contextlib.contextmanager
     def _locked(self, folder: Path) -> Iterator[None]:
-        """Hold the scope's thread stripe and its cross-process ``flock``."""
+        """Hold the scope's thread stripe and its cross-process ``flock``.
+
+        Raises:
+            StorageError: the store is closed, or the lock cannot be taken.
+        """
+        if self._closed:
+            raise StorageError(f"the JSON store under {self.home} is closed; nothing was written")
         digest = hashlib.blake2b(str(folder).encode("utf-8", "surrogatepass"), digest_size=4)
         stripe = self._stripes[int.from_bytes(digest.digest(), "big") % len(self._stripes)]
         with stripe:
@@ -417,9 +475,28 @@ class JsonFileStore:
                         f"cannot lock {folder / LOCK_FILE}: {exc.strerror}; memfold needs a "
                         "file system with flock (not every network file system has it)"
                     ) from exc
+                _remove_orphans(folder)  # every writer holds this lock: none is mid-write
                 yield
             finally:
                 os.close(fd)  # closing releases the flock
+
+    def _sweep(self, folder: Path) -> None:
+        """Remove temp files a crashed writer left in ``folder`` (each one a full copy of
+        the document, which a delete or clear must not leave on disk), if the scope's
+        lock is free right now; a busy lock means a writer, which sweeps them itself."""
+        if not _has_orphans(folder):
+            return
+        try:
+            fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return  # a read-only home: nothing can be removed anyway
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _remove_orphans(folder)
+        except OSError:
+            pass  # busy: the writer holding it sweeps
+        finally:
+            os.close(fd)
 
     def _make_dirs(self, folder: Path) -> None:
         if folder.is_dir():
@@ -435,15 +512,7 @@ class JsonFileStore:
             _fsync_dir(path.parent)
 
     def _write(self, scope: Scope, folder: Path, path: Path, document: MemoryDocument) -> None:
-        try:
-            data = json.dumps(
-                document_to_dict(document),
-                ensure_ascii=False,
-                separators=(",", ":"),
-                allow_nan=False,
-            ).encode("utf-8")
-        except (TypeError, ValueError) as exc:
-            raise StorageError(f"cannot serialise the memory of {scope}: {exc}") from exc
+        data = encode_document(scope, document).encode("utf-8")
         if not (folder / SCOPE_FILE).is_file():
             ids = {"userId": scope.user_id, "agent": scope.agent}
             self._replace(folder, folder / SCOPE_FILE, json.dumps(ids).encode("utf-8"))
@@ -464,11 +533,12 @@ class JsonFileStore:
             try:
                 _write_all(fd, data)
                 os.fsync(fd)
-                key = _stat_key(os.fstat(fd))
             finally:
                 os.close(fd)
             os.replace(tmp, path)
             tmp = None
+            key = _stat_key(os.stat(path))  # after the rename, which sets the ctime
+
         except OSError as exc:
             raise StorageError(
                 f"cannot write {path}: {exc.strerror or exc}; the previous version is intact"
@@ -488,6 +558,9 @@ class JsonFileStore:
 
     def _scope_of(self, folder: Path) -> Scope | None:
         ids_path = folder / SCOPE_FILE
+        if not ids_path.is_file():  # missing, or a FIFO that would block the read
+            log.warning("skipping %s: %s is missing or not a regular file", folder, SCOPE_FILE)
+            return None
         try:
             ids = json.loads(ids_path.read_bytes())
             scope = Scope(user_id=ids["userId"], agent=ids["agent"])

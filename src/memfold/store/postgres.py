@@ -12,17 +12,18 @@ transaction-scoped advisory lock, so replicas starting together do not race on
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from memfold.errors import StorageError
 from memfold.store._sql import DOCUMENTS_TABLE, HISTORY_TABLE, BaseSqlStore
 from memfold.store.base import DEFAULT_MAX_HISTORY_EVENTS, check_max_history_events
 
-__all__ = ["PostgresStore"]
+__all__ = ["PostgresStore", "connection_kwargs"]
 
 #: ``pg_advisory_xact_lock`` key of schema migrations ("memfold" in ASCII, as a bigint).
 _MIGRATION_LOCK = 0x6D656D666F6C64
@@ -57,6 +58,13 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
 )
 
 
+def connection_kwargs(connect_timeout_seconds: float) -> dict[str, object]:
+    """psycopg connection options of every memfold pool: autocommit, and libpq's
+    ``connect_timeout`` (whole seconds, at least 2, as libpq requires) so a connection
+    attempt to an unreachable server gives up too."""
+    return {"autocommit": True, "connect_timeout": max(2, math.ceil(connect_timeout_seconds))}
+
+
 def _safe_dsn(dsn: str) -> str:
     """``dsn`` without its password, for messages."""
     try:
@@ -85,10 +93,14 @@ class PostgresStore(BaseSqlStore):
         *,
         min_connections: int = 1,
         max_connections: int = 10,
-        connect_timeout_seconds: float = 10.0,
+        connect_timeout_seconds: float = 2.0,
         max_history_events: int = DEFAULT_MAX_HISTORY_EVENTS,
     ) -> None:
         """Connect, then create or migrate the schema.
+
+        ``connect_timeout_seconds`` bounds every wait for a connection, at start and on
+        each call: with the server down a call fails after it instead of psycopg_pool's
+        30 s, and the pool reconnects by itself once the server is back.
 
         Raises:
             SchemaTooNewError: the database was migrated by a newer memfold.
@@ -97,13 +109,15 @@ class PostgresStore(BaseSqlStore):
         """
         self.max_history_events = check_max_history_events(max_history_events)
         self.location = f"PostgreSQL {_safe_dsn(dsn)}"
+        self._timeout = connect_timeout_seconds
         self._pool = ConnectionPool(
             dsn,
             min_size=min_connections,
             max_size=max_connections,
-            kwargs={"autocommit": True},
+            kwargs=connection_kwargs(connect_timeout_seconds),
             open=False,
             name="memfold-store",
+            timeout=connect_timeout_seconds,
         )
         try:
             self._pool.open(wait=True, timeout=connect_timeout_seconds)
@@ -123,8 +137,14 @@ class PostgresStore(BaseSqlStore):
     def _connection(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
         if self._pool.closed:
             raise StorageError(f"{self.location}: the store is closed")
-        with self._pool.connection() as conn:
-            yield conn
+        try:
+            with self._pool.connection(timeout=self._timeout) as conn:
+                yield conn
+        except PoolTimeout as exc:  # only getting the connection waits on the pool
+            raise StorageError(
+                f"cannot reach {self.location} within connect_timeout_seconds="
+                f"{self._timeout:g}: {exc}; stored memory is intact, check the server"
+            ) from exc
 
     @contextlib.contextmanager
     def _write_transaction(self, conn: psycopg.Connection[tuple[object, ...]]) -> Iterator[None]:

@@ -17,6 +17,7 @@ import contextlib
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -24,9 +25,19 @@ from pathlib import Path
 
 from memfold.errors import StorageError
 from memfold.store._sql import DOCUMENTS_TABLE, HISTORY_TABLE, BaseSqlStore
-from memfold.store.base import DEFAULT_MAX_HISTORY_EVENTS, check_max_history_events
+from memfold.store.base import (
+    DEFAULT_MAX_HISTORY_EVENTS,
+    check_max_history_events,
+    not_a_regular_file,
+)
 
-__all__ = ["DATABASE_FILE", "SqliteStore", "switch_to_wal", "truncate_wal"]
+__all__ = [
+    "DATABASE_FILE",
+    "SqliteStore",
+    "check_regular_file",
+    "switch_to_wal",
+    "truncate_wal",
+]
 
 DATABASE_FILE = "memfold.sqlite3"
 
@@ -51,6 +62,23 @@ _MIGRATIONS: tuple[tuple[str, ...], ...] = (
         f"ON {HISTORY_TABLE} (user_key, agent_key, id)",
     ),
 )
+
+
+def check_regular_file(path: Path, what: str) -> None:
+    """Refuse a database path that exists but is not a regular file (a FIFO there would
+    block SQLite's first read forever).
+
+    Raises:
+        StorageError: naming the path, what it is, and the fix.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StorageError(f"cannot open {what} {path}: {exc.strerror}") from exc
+    if not stat.S_ISREG(mode):
+        raise not_a_regular_file(path, mode, what)
 
 
 def switch_to_wal(conn: sqlite3.Connection, timeout: float) -> None:
@@ -129,6 +157,7 @@ class SqliteStore(BaseSqlStore):
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(f"cannot create {self.path.parent}: {exc.strerror}") from exc
+        check_regular_file(self.path, "the SQLite database")
         try:
             self._migrate()
         except BaseException:
