@@ -106,6 +106,7 @@ def test_a_live_server_drains_a_recorded_conversation_on_sigterm(tmp_path):
 def test_connections_are_served_with_nagle_off():
     """With several workers uvicorn's own listening socket leaves Nagle on, and every
     response then waited ~40 ms for the client's delayed ACK."""
+    import asyncio
     import socket
 
     import uvicorn
@@ -128,17 +129,21 @@ def test_connections_are_served_with_nagle_off():
     listener.listen()
     client = socket.create_connection(listener.getsockname())
     accepted, _ = listener.accept()
+    loop = asyncio.new_event_loop()
     try:
         assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
         config = uvicorn.Config(app=lambda scope, receive, send: None)
         config.load()
-        protocol = NoDelayH11Protocol(config=config, server_state=ServerState(), app_state={})
+        protocol = NoDelayH11Protocol(
+            config=config, server_state=ServerState(), app_state={}, _loop=loop
+        )
         protocol.connection_made(Transport(accepted))
         assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
         protocol.connection_lost(None)
     finally:
         for sock in (client, accepted, listener):
             sock.close()
+        loop.close()
 
 
 @pytest.mark.slow
