@@ -57,7 +57,7 @@ CHECKS = [
 
 @schema.parametrize()
 @settings(
-    max_examples=20,
+    max_examples=15,
     deadline=None,
     derandomize=True,
     suppress_health_check=list(HealthCheck),
@@ -67,6 +67,6 @@ def test_generated_requests_never_fail_on_the_server(case):
 
 
 @schema.parametrize()
-@settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=5, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 def test_generated_requests_with_a_user_key_never_fail_on_the_server(case):
     case.call_and_validate(headers={"Authorization": f"Bearer {USER_KEY}"}, checks=CHECKS)
