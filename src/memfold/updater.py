@@ -299,8 +299,11 @@ class Updater:
                     max_facts=self._max_facts,
                     confidence_threshold=self._threshold,
                     scrub=self._redactor,
+                    instructions=extraction.instructions,
+                    turns=new,
                 ),
             )
+            _log_dropped(scope, applied.changes)
             result_doc = watermark.advance(applied.document, thread_id, seen, iso(now))
             if not applied.changed and _same_watermark(current, result_doc, thread_id):
                 return UpdateResult(
@@ -410,6 +413,22 @@ def _chunk(messages: Sequence[Message], start: int, end: int) -> tuple[Message, 
     if start > 0 and messages[start - 1].role == "assistant":
         return (messages[start - 1], *messages[start:end])
     return tuple(messages[start:end])
+
+
+def _log_dropped(scope: Scope, changes: Sequence[Change]) -> None:
+    """One line for what apply declined, by reason (no content: it is the user's)."""
+    reasons: dict[str, int] = {}
+    for change in changes:
+        if change.kind == "skipped" and not change.reason.startswith("duplicate of"):
+            key = change.reason.split(":")[0]
+            reasons[key] = reasons.get(key, 0) + 1
+    if reasons:
+        logger.info(
+            "update for %s: %d proposed item(s) not applied: %s",
+            scope,
+            sum(reasons.values()),
+            "; ".join(f"{reason} ({count})" for reason, count in reasons.items()),
+        )
 
 
 def _same_watermark(before: MemoryDocument, after: MemoryDocument, thread_id: str) -> bool:
