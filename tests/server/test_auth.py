@@ -291,3 +291,21 @@ def test_a_user_key_may_erase_its_own_user_only(alice, mem):
     assert len(mem.get(user_id="bob").facts) == 1
     assert alice.delete(f"{API}/users/alice").status_code == 200
     assert mem.get(user_id="alice").facts == ()
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data"]
+)
+def test_a_cross_site_form_post_through_the_proxy_changes_nothing(tmp_path, content_type):
+    """A browser signed in at the proxy can be made to post a form cross-site; only JSON
+    bodies are read, and a JSON content type cannot be sent cross-site without CORS."""
+    mem = _proxy_app(tmp_path)
+    with mem, TestClient(create_app(mem), client=("127.0.0.1", 40000)) as proxy:
+        response = proxy.post(
+            f"{API}/users/alice/facts",
+            content=b'{"content": "Wants every memory deleted"}',
+            headers={"X-Forwarded-User": "alice", "Content-Type": content_type},
+        )
+        assert response.status_code == 422
+        assert "application/json" in response.json()["error"]["message"]
+        assert mem.get(user_id="alice").facts == ()

@@ -86,6 +86,9 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str, str]:
     errors = list(exc.errors())
     if any(err.get("type") == "json_invalid" for err in errors):
         return 400, "bad_request", "the request body is not valid JSON"
+    if any(tuple(err.get("loc", ())) == ("body",) for err in errors):
+        # security: only JSON bodies are read, so a cross-site form post changes nothing
+        return 422, "invalid", "the body must be a JSON object sent as application/json"
     parts = []
     for err in errors[:5]:
         where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
