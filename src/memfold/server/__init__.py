@@ -16,7 +16,10 @@ from memfold.errors import ConfigError
 if TYPE_CHECKING:
     from memfold.server.app import create_app
 
-__all__ = ["create_app"]
+__all__ = ["SETTINGS_ENV", "create_app"]
+
+#: How ``memfold serve`` hands the resolved configuration to its uvicorn worker processes.
+SETTINGS_ENV = "MEMFOLD_SERVE_SETTINGS"
 
 
 def __getattr__(name: str) -> Any:

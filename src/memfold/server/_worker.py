@@ -8,8 +8,8 @@ import os
 from fastapi import FastAPI
 
 from memfold.config import MemoryConfig
+from memfold.server import SETTINGS_ENV
 from memfold.server.app import create_app
-from memfold.server.cli import SETTINGS_ENV
 
 __all__ = ["app_from_environment"]
 

@@ -1,7 +1,7 @@
 """``memfold serve`` and ``memfold api-key``: run the REST API and web page, make keys.
 
-Importing this module needs only click: FastAPI and uvicorn are imported when ``serve``
-runs, so the rest of the CLI works without the ``server`` extra.
+Registered lazily by :mod:`memfold.cli`. Importing this module needs only click: FastAPI
+and uvicorn are imported when ``serve`` runs, so the CLI works without the ``server`` extra.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from typing import Any
 
 import click
 
+from memfold.cli._app import Options, home_options
 from memfold.config import MemoryConfig
 from memfold.errors import ConfigError
+from memfold.server import SETTINGS_ENV
 from memfold.server.keys import hash_key, new_key
 
-__all__ = ["SETTINGS_ENV", "api_key", "check_bind", "serve"]
+__all__ = ["api_key", "check_bind", "serve"]
 
-#: How ``serve`` hands the resolved configuration to its uvicorn worker processes.
-SETTINGS_ENV = "MEMFOLD_SERVE_SETTINGS"
 _WORKER_FACTORY = "memfold.server._worker:app_from_environment"
 
 
@@ -59,6 +59,7 @@ def check_bind(host: str, config: MemoryConfig, workers: int) -> None:
 
 
 @click.command()
+@home_options
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True)
 @click.option(
@@ -83,10 +84,10 @@ def check_bind(host: str, config: MemoryConfig, workers: int) -> None:
 )
 @click.pass_obj
 def serve(  # noqa: PLR0917 (click passes options positionally)
-    options: Any, host: str, port: int, workers: int, timeout_keep_alive: int, log_level: str
+    options: Options, host: str, port: int, workers: int, timeout_keep_alive: int, log_level: str
 ) -> None:
     """Serve the REST API (/api/v1) and the memory web page (/) with uvicorn."""
-    config = MemoryConfig.build(options.config, home=options.home)
+    config = options.settings()
     check_bind(host, config, workers)
     try:
         import uvicorn
