@@ -377,3 +377,47 @@ def test_users_are_listed_a_page_at_a_time(admin, mem):
     first = admin.get(f"{API}/users", params={"limit": 3}).json()["users"]
     rest = admin.get(f"{API}/users", params={"limit": 3, "offset": 3}).json()["users"]
     assert [u["user_id"] for u in first + rest] == ["ann", "ben", "cat", "dan"]
+
+
+def test_import_refuses_an_unknown_document_before_anything_else(admin, mem):
+    mem.add_fact("Lives in Lisbon", user_id="alice")
+    response = admin.post(f"{API}/users/alice/import", json={"hello": "world"})
+    assert response.status_code == 422
+    assert "not a memory document" in response.json()["error"]["message"]
+    assert [f.content for f in mem.get(user_id="alice").facts] == ["Lives in Lisbon"]
+
+
+def test_import_merge_adds_the_documents_facts_to_what_is_stored(admin, mem):
+    mem.add_fact("Lives in Lisbon", user_id="alice")
+    mem.add_fact("Has a dog", user_id="carol")
+    mem.add_fact("Lives in Lisbon", user_id="carol")
+    document = mem.export(user_id="carol")
+    response = admin.post(f"{API}/users/alice/import", params={"merge": "true"}, json=document)
+    assert response.status_code == 200
+    assert response.json()["added"] == 1
+    assert sorted(f.content for f in mem.get(user_id="alice").facts) == [
+        "Has a dog",
+        "Lives in Lisbon",
+    ]
+
+
+def test_import_lenient_repairs_a_bad_item_and_lists_it(admin, mem):
+    document = {"facts": [{"id": "f1", "content": "Likes jazz", "category": "preference",
+                           "confidence": "high"}, {"id": "f2", "content": None}]}  # fmt: skip
+    strict = admin.post(f"{API}/users/alice/import", json=document)
+    assert strict.status_code == 422
+    assert "lenient" in strict.json()["error"]["message"]
+    lenient = admin.post(f"{API}/users/alice/import", params={"lenient": "true"}, json=document)
+    assert lenient.status_code == 200
+    body = lenient.json()
+    assert body["format"] == "deerflow-v1"
+    assert len(body["repairs"]) == 2
+    assert any("confidence" in repair for repair in body["repairs"])
+    assert [f.content for f in mem.get(user_id="alice").facts] == ["Likes jazz"]
+
+
+def test_import_replace_and_merge_together_is_422(admin):
+    response = admin.post(
+        f"{API}/users/alice/import", params={"merge": "true", "replace": "true"}, json={"facts": []}
+    )
+    assert response.status_code == 422

@@ -10,7 +10,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query, Response, status
 
-from memfold.model import fact_to_dict
+from memfold.importing import check_import
+from memfold.model import DocumentError, fact_to_dict
 from memfold.server.deps import MemoryDep, Scoped
 from memfold.server.errors import ApiError, error_responses
 from memfold.server.schemas import (
@@ -112,22 +113,43 @@ def export(scope: Scoped, memory: MemoryDep, response: Response) -> dict[str, An
 
 @router.post("/import", responses=error_responses(409))
 def import_document(
+    *,
     scope: Scoped,
     memory: MemoryDep,
     document: Annotated[dict[str, Any], Body(description="A memfold export or a v1 memory.json")],
     replace: Annotated[
         bool, Query(description="Replace a scope that already holds memory.")
     ] = False,
+    merge: Annotated[
+        bool, Query(description="Add the document's facts to what is stored instead.")
+    ] = False,
+    lenient: Annotated[
+        bool, Query(description="Drop or repair bad items (listed in `repairs`).")
+    ] = False,
 ) -> dict[str, Any]:
-    """Load a document into the scope. A scope that holds memory is replaced only with
-    ``replace=true`` (409 otherwise), like ``memfold import`` asks first."""
+    """Load a document into the scope, with the safety of ``memfold import``: a document
+    memfold does not know, or (not lenient) one with a bad item, is refused (422) before
+    anything changes, and a scope that holds memory is replaced only with
+    ``replace=true`` (409 otherwise) or added to with ``merge=true``."""
+    if replace and merge:
+        raise ApiError(422, "invalid", "send replace=true or merge=true, not both")
+    try:
+        checked = check_import(document, lenient=lenient)
+    except DocumentError as exc:
+        raise ApiError(422, "invalid", f"cannot import: {exc}") from exc
     current = memory.get(**scope.kw)
-    if not replace and (current.facts or not current.is_empty):
+    if not (replace or merge) and (current.facts or not current.is_empty):
         raise ApiError(
             409,
             "scope_not_empty",
-            f"this scope already holds {len(current.facts)} fact(s) and its summaries; "
-            "send replace=true to replace them with the document",
+            f"this scope already holds {len(current.facts)} fact(s) and its summaries; send "
+            "replace=true to replace them with the document, or merge=true to add its facts",
         )
-    stored = memory.import_document(document, **scope.kw)
-    return {"facts": len(stored.facts), "revision": stored.revision}
+    stored = memory.import_document(document, merge=merge, lenient=lenient, **scope.kw)
+    return {
+        "format": checked.format,
+        "facts": len(stored.facts),
+        "added": len(stored.facts) - (len(current.facts) if merge else 0),
+        "revision": stored.revision,
+        "repairs": list(checked.repairs),
+    }
