@@ -9,26 +9,15 @@ import pytest
 import yaml
 
 from memfold import Memory, MemoryConfig
-from memfold.cli import main
 from memfold.errors import ConfigError
 from memfold.server.cli import check_bind
 from memfold.server.keys import hash_key, parse_keys
 from memfold.server.testing import ServeProcess
 
 
-def run(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def test_serving_beyond_loopback_without_keys_is_refused(capsys, tmp_path, monkeypatch):
+def test_serving_beyond_loopback_without_keys_is_refused(run, tmp_path, monkeypatch):
     monkeypatch.delenv("MEMFOLD_API_KEYS", raising=False)
-    code, _, err = run(capsys, "--home", str(tmp_path), "serve", "--host", "0.0.0.0")
+    code, _, err = run("--home", str(tmp_path), "serve", "--host", "0.0.0.0")
     assert code == 2
     assert "refusing to serve on 0.0.0.0 without API keys" in err
     assert "memfold api-key --admin" in err
@@ -49,8 +38,8 @@ def test_several_workers_on_an_in_process_store_are_refused(tmp_path):
         check_bind("127.0.0.1", MemoryConfig.build(home=tmp_path, storage="memory"), 2)
 
 
-def test_api_key_prints_a_key_its_hash_entry_and_its_env_line(capsys):
-    code, out, _ = run(capsys, "api-key", "--user", "alice", "--name", "alice's phone")
+def test_api_key_prints_a_key_its_hash_entry_and_its_env_line(run):
+    code, out, _ = run("api-key", "--user", "alice", "--name", "alice's phone")
     assert code == 0
     key = out.split("key: ", 1)[1].split()[0]
     assert len(key) >= 40
@@ -62,15 +51,15 @@ def test_api_key_prints_a_key_its_hash_entry_and_its_env_line(capsys):
     assert parse_keys(env_line, "$X")[hash_key(key)].user_id == "alice"
 
 
-def test_api_key_needs_admin_or_a_user(capsys):
-    code, _, err = run(capsys, "api-key")
+def test_api_key_needs_admin_or_a_user(run):
+    code, _, err = run("api-key")
     assert code == 2
     assert "--admin or --user" in err
 
 
-def test_two_api_keys_differ(capsys):
-    first = run(capsys, "api-key", "--admin")[1].split()[1]
-    second = run(capsys, "api-key", "--admin")[1].split()[1]
+def test_two_api_keys_differ(run):
+    first = run("api-key", "--admin")[1].split()[1]
+    second = run("api-key", "--admin")[1].split()[1]
     assert first != second
 
 
