@@ -34,6 +34,8 @@ cli.add_lazy(
 cli.add_lazy(
     "mcp", "memfold.mcp.cli:mcp_command", "Serve one user's memory to an MCP client (stdio)."
 )
+cli.add_lazy("serve", "memfold.server.cli:serve", "Serve the REST API and the memory web page.")
+cli.add_lazy("api-key", "memfold.server.cli:api_key", "Make an API key for memfold serve.")
 cli.add_lazy("forget-user", "memfold.cli._audit:forget_user",
              "Erase USER everywhere: every agent's memory, history, queued updates.")  # fmt: skip
 
