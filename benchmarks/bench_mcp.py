@@ -1,5 +1,7 @@
-"""The MCP server as clients see it: start-up of ``memfold mcp``, tool latency over stdio
-and over streamable HTTP, and two processes writing to one home at once (lost writes).
+"""The MCP server as clients see it: start-up of ``memfold mcp``, tool latency over stdio,
+over streamable HTTP in process and through a real ``memfold serve`` (uvicorn on
+loopback, the REST API's keys), and two processes writing to one home at once (lost
+writes).
 
     .venv/bin/python benchmarks/run.py mcp
 """
@@ -25,6 +27,7 @@ from starlette.requests import Request
 
 from memfold import Memory
 from memfold.mcp import Binding, bind, build_server, http_app
+from memfold.server.testing import ServeProcess
 
 KEY = "bench-key-0123456789abcdef"
 
@@ -121,6 +124,22 @@ def _http_run(calls: int) -> list[dict[str, Any]]:
     return _rows("HTTP (in-process ASGI)", anyio.run(scenario))
 
 
+def _serve_run(calls: int) -> list[dict[str, Any]]:
+    async def scenario(url: str) -> dict[str, list[float]]:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}) as http,
+            Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,
+        ):
+            return await _tool_latencies(client, calls)
+
+    with (
+        tempfile.TemporaryDirectory() as home,
+        ServeProcess(home=home, env={"MEMFOLD_API_KEYS": f"user:alice:{KEY}"}) as server,
+    ):
+        latencies = anyio.run(scenario, server.url)
+    return _rows("HTTP (memfold serve, loopback)", latencies)
+
+
 def _two_processes(writes: int, storage: str) -> dict[str, Any]:
     async def scenario(home: Path) -> float:
         async def writer(number: int) -> None:
@@ -154,6 +173,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
     return [
         *_stdio_run(calls),
         *_http_run(calls),
+        *_serve_run(calls),
         _two_processes(writes, "json"),
         _two_processes(writes, "sqlite"),
     ]

@@ -125,12 +125,16 @@ class EmbeddingsConfig(BaseModel):
 
 class McpConfig(BaseModel):
     """``memfold mcp`` (issue 19): whose memory a stdio session works on when the command
-    line does not say (``--user``/``--agent`` win)."""
+    line does not say (``--user``/``--agent`` win), and whether ``memfold serve`` offers
+    the MCP endpoint at ``/mcp``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     user_id: str | None = Field(default=None, min_length=1, max_length=1024)
     agent: str | None = Field(default=None, min_length=1, max_length=1024)
+    #: ``memfold serve`` mounts the streamable-HTTP transport at ``/mcp`` (needs the ``mcp``
+    #: extra: by default it is left out, with a warning, when the SDK is missing).
+    http: bool = True
 
 
 # --- memfold serve (issue 18) -------------------------------------------------------------

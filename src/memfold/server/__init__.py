@@ -1,7 +1,8 @@
 """``memfold serve``: a REST API over :class:`memfold.Memory` and a web page to see and
 correct memory. Needs the ``server`` extra: ``pip install 'memfold[server]'``.
 
-``create_app(memory=None, config=None, *, extensions=())`` returns the FastAPI app.
+``create_app(memory=None, config=None, *, extensions=None)`` returns the FastAPI app (by
+default with the MCP endpoint at ``/mcp``, see ``memfold.mcp.serve``).
 ``memfold.server.auth.Authenticator`` resolves a request's credentials to an admin or a
 bound user for any face served over HTTP; an extension ``(app, state) -> context | None``
 mounts more (``app.mount("/mcp", ...)``) and reaches ``state.memory`` and ``state.auth``.

@@ -36,13 +36,16 @@ def create_app(
     memory: Memory | None = None,
     config: MemoryConfig | None = None,
     *,
-    extensions: Sequence[Extension] = (),
+    extensions: Sequence[Extension] | None = None,
 ) -> FastAPI:
     """The ASGI app serving ``memory`` (or a ``Memory`` built from ``config``, else from
     ``MemoryConfig.build()``: ``./memfold.yaml`` and ``MEMFOLD_*``).
 
     An app given a ``memory`` leaves closing it to the caller; one that builds its own
     opens it at startup and closes it (draining the queue) at shutdown.
+
+    ``extensions`` default to what ``memfold serve`` adds: the MCP endpoint at ``/mcp``
+    (``mcp.http``; see ``memfold.mcp.serve``). Pass ``()`` for the REST API and page alone.
 
     Raises:
         ConfigError: the configuration or the API keys are invalid.
@@ -55,6 +58,10 @@ def create_app(
     elif config is None:
         config = MemoryConfig.build()
     state = ServerState(config, memory)
+    if extensions is None:
+        from memfold.mcp.serve import serve_extensions
+
+        extensions = serve_extensions(config)
     contexts: list[AbstractAsyncContextManager[None]] = []
 
     @asynccontextmanager

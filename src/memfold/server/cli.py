@@ -89,6 +89,9 @@ def serve(  # noqa: PLR0917 (click passes options positionally)
     """Serve the REST API (/api/v1) and the memory web page (/) with uvicorn."""
     config = options.settings()
     check_bind(host, config, workers)
+    from memfold.mcp.serve import serve_extensions
+
+    serve_extensions(config)  # mcp.http: true without the MCP SDK stops here, with the hint
     try:
         import uvicorn
 
