@@ -116,3 +116,26 @@ async def http_session(app: Starlette, key: str | None, query: str = "") -> Asyn
     endpoint = f"http://testserver/mcp{query}"
     async with Client(streamable_http_client(endpoint, http_client=http_client(app, key))) as c:
         yield c
+
+
+def initialize(
+    app: Starlette,
+    key: str | None,
+    query: str = "",
+    *,
+    host: str = "testserver",
+    headers: dict[str, str] | None = None,
+    started: bool = True,
+) -> httpx2.Response:
+    """The answer of ``app`` (started, unless not ``started``) to a raw ``initialize``
+    POST on ``/mcp`` (plus ``query``), sent with ``key`` and ``headers``."""
+
+    async def scenario() -> httpx2.Response:
+        async with http_client(app, key, host) as http:
+            post = http.post(f"/mcp{query}", json=INIT, headers={**MCP_HEADERS, **(headers or {})})
+            if not started:
+                return await post
+            async with running(app):
+                return await post
+
+    return run(scenario)

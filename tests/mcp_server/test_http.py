@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_helpers import (
-    INIT,
-    MCP_HEADERS,
     error,
     http_client,
     http_session,
+    initialize,
     ok,
     run,
     running,
@@ -117,22 +115,14 @@ def test_a_user_key_works_on_its_own_memory_only(app: Starlette, memory: Memory)
 def test_a_user_key_asking_for_another_user_is_refused_before_any_tool(
     app: Starlette, memory: Memory
 ) -> None:
-    async def scenario() -> httpx2.Response:
-        async with running(app), http_client(app, ALICE_KEY) as http:
-            return await http.post("/mcp?user=bob", json=INIT, headers=MCP_HEADERS)
-
-    answer = run(scenario)
+    answer = initialize(app, ALICE_KEY, "?user=bob")
     assert answer.status_code == 403
     assert "bound to user 'alice'" in answer.json()["error"]["message"]
 
 
 @pytest.mark.parametrize("key", [None, "wrong-key-0123456789abcdef"])
 def test_a_request_without_a_valid_key_gets_401(app: Starlette, key: str | None) -> None:
-    async def scenario() -> httpx2.Response:
-        async with running(app), http_client(app, key) as http:
-            return await http.post("/mcp", json=INIT, headers=MCP_HEADERS)
-
-    answer = run(scenario)
+    answer = initialize(app, key)
     assert answer.status_code == 401
     assert answer.headers["www-authenticate"].startswith("Bearer")
     assert answer.json()["error"]["message"] == "send 'Authorization: Bearer <api key>'"
@@ -154,11 +144,7 @@ def test_an_admin_key_works_on_the_user_and_agent_of_its_url(
 
 
 def test_the_endpoint_answers_503_until_the_app_has_started(app: Starlette) -> None:
-    async def scenario() -> httpx2.Response:
-        async with http_client(app, ALICE_KEY) as http:
-            return await http.post("/mcp", json=INIT, headers=MCP_HEADERS)
-
-    assert run(scenario).status_code == 503
+    assert initialize(app, ALICE_KEY, started=False).status_code == 503
 
 
 def test_the_app_may_start_again_after_a_shutdown(app: Starlette, memory: Memory) -> None:
@@ -174,12 +160,8 @@ def test_the_app_may_start_again_after_a_shutdown(app: Starlette, memory: Memory
 def test_loopback_only_refuses_a_foreign_host_name(memory: Memory) -> None:
     app = http_app(build_server(memory), resolve, transport_security=LOOPBACK_ONLY)
 
-    async def scenario(host: str) -> int:
-        async with running(app), http_client(app, ALICE_KEY, host) as http:
-            return (await http.post("/mcp", json=INIT, headers=MCP_HEADERS)).status_code
-
-    assert run(lambda: scenario("evil.example")) == 421  # a DNS-rebinding page
-    assert run(lambda: scenario("127.0.0.1:8000")) == 200
+    assert initialize(app, ALICE_KEY, host="evil.example").status_code == 421  # DNS rebinding
+    assert initialize(app, ALICE_KEY, host="127.0.0.1:8000").status_code == 200
 
 
 def test_an_endpoint_without_memfolds_authentication_serves_nobody(memory: Memory) -> None:

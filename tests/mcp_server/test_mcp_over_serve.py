@@ -25,6 +25,7 @@ from mcp_helpers import (
     error,
     http_client,
     http_session,
+    initialize,
     ok,
     readme_entries,
     run,
@@ -111,13 +112,7 @@ def test_a_user_key_over_mcp_reaches_its_own_user_only(keyed: Memory) -> None:
 
 
 def test_a_user_key_naming_another_user_in_the_url_gets_403(keyed: Memory) -> None:
-    app = _app(keyed)
-
-    async def scenario() -> httpx2.Response:
-        async with running(app), http_client(app, ALICE_KEY) as http:
-            return await http.post("/mcp?user=bob", json=INIT, headers=MCP_HEADERS)
-
-    answer = run(scenario)
+    answer = initialize(_app(keyed), ALICE_KEY, "?user=bob")
     assert answer.status_code == 403
     assert "bound to user 'alice'" in answer.json()["error"]["message"]
 
@@ -200,48 +195,32 @@ def test_a_trusted_proxys_user_header_binds_the_session_to_that_user(tmp_path: P
     with _memory(tmp_path, server=proxy) as memory:
         app = _app(memory)
 
-        async def scenario() -> tuple[dict[str, Any], int]:
+        async def scenario() -> dict[str, Any]:
             async with running(app):
                 http = http_client(app, None)
                 http.headers["X-Forwarded-User"] = "carol"  # ASGI client: 127.0.0.1
                 async with Client(
                     streamable_http_client("http://testserver/mcp", http_client=http)
                 ) as client:
-                    added = ok(await client.call_tool("remember", {"content": "Bakes bread"}))
-                async with http_client(app, None) as other:
-                    answer = await other.post(
-                        "/mcp?user=dave",
-                        json=INIT,
-                        headers={**MCP_HEADERS, "X-Forwarded-User": "carol"},
-                    )
-            return added, answer.status_code
+                    return ok(await client.call_tool("remember", {"content": "Bakes bread"}))
 
-        added, status = run(scenario)
+        added = run(scenario)
+        status = initialize(app, None, "?user=dave", headers={"X-Forwarded-User": "carol"})
         assert added["fact"]["content"] == "Bakes bread"
         assert [f.content for f in memory.get(user_id="carol").facts] == ["Bakes bread"]
-        assert status == 403  # the header's user may not name another one
+        assert status.status_code == 403  # the header's user may not name another one
 
 
 def test_a_server_without_keys_answers_loopback_names_only(tmp_path: Path) -> None:
     with _memory(tmp_path, server={"api_keys_env": None}) as memory:
         app = _app(memory)
-
-        async def scenario(host: str) -> int:
-            async with running(app), http_client(app, None, host) as http:
-                answer = await http.post("/mcp", json=INIT, headers=MCP_HEADERS)
-                return answer.status_code
-
-        assert run(lambda: scenario("127.0.0.1:8765")) == 200  # open: the caller is admin
-        assert run(lambda: scenario("evil.example")) == 421  # DNS rebinding: refused
+        # open: the caller is admin, but a DNS-rebinding page's host name is refused
+        assert initialize(app, None, host="127.0.0.1:8765").status_code == 200
+        assert initialize(app, None, host="evil.example").status_code == 421
 
 
 def _init_status(app: FastAPI, key: str) -> int:
-    async def scenario() -> int:
-        async with running(app), http_client(app, key) as http:
-            answer = await http.post("/mcp", json=INIT, headers=MCP_HEADERS)
-            return answer.status_code
-
-    return run(scenario)
+    return initialize(app, key).status_code
 
 
 def test_mcp_http_false_or_no_extensions_leave_the_endpoint_out(tmp_path: Path) -> None:
