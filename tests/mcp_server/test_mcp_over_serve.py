@@ -301,6 +301,7 @@ def test_memfold_serve_answers_the_readmes_http_entry_with_its_keys(tmp_path: Pa
         ]
         refused = httpx2.post(f"{server.url}/mcp", json=INIT, headers=MCP_HEADERS)
         assert refused.status_code == 401
+        assert f"{server.url}/ and /mcp" in server.output()  # the banner says where it is
     with Memory(home=home, start_workers=False) as memory:  # stopped: read what it stored
         alice = memory.get(user_id="alice", agent=agent)
         assert [f.content for f in alice.facts] == ["Lives near the sea"]

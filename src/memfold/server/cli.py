@@ -91,7 +91,8 @@ def serve(  # noqa: PLR0917 (click passes options positionally)
     check_bind(host, config, workers)
     from memfold.mcp.serve import serve_extensions
 
-    serve_extensions(config)  # mcp.http: true without the MCP SDK stops here, with the hint
+    # mcp.http: true without the MCP SDK stops here, with the hint
+    mcp = " and /mcp" if serve_extensions(config) else ""
     try:
         import uvicorn
 
@@ -103,7 +104,7 @@ def serve(  # noqa: PLR0917 (click passes options positionally)
             "pip install 'memfold[server]'"
         ) from exc
     os.environ[SETTINGS_ENV] = json.dumps(config.model_dump(mode="json"))
-    click.echo(f"memfold serve: http://{host}:{port}/ ({workers} worker(s))", err=True)
+    click.echo(f"memfold serve: http://{host}:{port}/{mcp} ({workers} worker(s))", err=True)
     uvicorn.run(
         _WORKER_FACTORY,
         factory=True,
