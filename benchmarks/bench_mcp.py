@@ -1,7 +1,7 @@
 """The MCP server as clients see it: start-up of ``memfold mcp``, tool latency over stdio,
 over streamable HTTP in process and through a real ``memfold serve`` (uvicorn on
-loopback, the REST API's keys), and two processes writing to one home at once (lost
-writes).
+loopback, the REST API's keys), and writes lost when two ``memfold mcp`` processes, or
+two clients of a two-worker ``memfold serve``, write to one home at once.
 
     .venv/bin/python benchmarks/run.py mcp
 """
@@ -140,6 +140,43 @@ def _serve_run(calls: int) -> list[dict[str, Any]]:
     return _rows("HTTP (memfold serve, loopback)", latencies)
 
 
+def _serve_workers(writes: int) -> dict[str, Any]:
+    """Two clients writing at once through ``memfold serve --workers 2`` on one SQLite home."""
+
+    async def scenario(url: str) -> float:
+        async def writer(number: int) -> None:
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}) as http,
+                Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client,
+            ):
+                for i in range(writes):
+                    result = await client.call_tool(
+                        "remember", {"content": f"Client {number} item {i}"}
+                    )
+                    if result.is_error:
+                        raise RuntimeError(f"tool error: {result.content}")
+
+        started = time.perf_counter()
+        async with anyio.create_task_group() as both:
+            both.start_soon(writer, 0)
+            both.start_soon(writer, 1)
+        return time.perf_counter() - started
+
+    env = {"MEMFOLD_API_KEYS": f"user:alice:{KEY}", "MEMFOLD_STORAGE": "sqlite"}
+    with tempfile.TemporaryDirectory() as home:
+        with ServeProcess(home=home, env=env, workers=2) as server:
+            elapsed = anyio.run(scenario, server.url)
+        with Memory(home=home, storage="sqlite", max_facts=10_000) as mem:
+            kept = len(mem.get(user_id="alice").facts)
+    return {
+        "benchmark": f"memfold serve --workers 2 (SQLite), 2 MCP clients × {writes} remember: lost",
+        "value": 2 * writes - kept,
+        "unit": f"writes lost ({elapsed:.1f} s)",
+        "target": "0",
+        "reference": "",
+    }
+
+
 def _two_processes(writes: int, storage: str) -> dict[str, Any]:
     async def scenario(home: Path) -> float:
         async def writer(number: int) -> None:
@@ -174,6 +211,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
         *_stdio_run(calls),
         *_http_run(calls),
         *_serve_run(calls),
+        _serve_workers(writes),
         _two_processes(writes, "json"),
         _two_processes(writes, "sqlite"),
     ]
