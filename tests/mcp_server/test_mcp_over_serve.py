@@ -219,6 +219,26 @@ def test_a_server_without_keys_answers_loopback_names_only(tmp_path: Path) -> No
         assert initialize(app, None, host="evil.example").status_code == 421
 
 
+def test_a_web_page_cannot_call_a_server_without_keys(tmp_path: Path) -> None:
+    """A page on another site posting to 127.0.0.1 (a form, or fetch without CORS)."""
+    call = json.dumps({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "remember", "arguments": {"content": "Planted by a web page"}},
+    })  # fmt: skip
+    with _memory(tmp_path, server={"api_keys_env": None}) as memory:
+        app = _app(memory)
+
+        async def post(headers: dict[str, str]) -> int:
+            async with running(app), http_client(app, None, "127.0.0.1:8765") as http:
+                answer = await http.post("/mcp", content=call, headers=headers)
+                return answer.status_code
+
+        page = {"Origin": "https://evil.example", **MCP_HEADERS}
+        assert run(lambda: post({**page, "Content-Type": "application/json"})) == 403
+        assert run(lambda: post({**MCP_HEADERS, "Content-Type": "text/plain"})) in (400, 415)
+        assert memory.get().facts == ()
+
+
 def _init_status(app: FastAPI, key: str) -> int:
     return initialize(app, key).status_code
 
