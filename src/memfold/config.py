@@ -134,6 +134,16 @@ class MemoryConfig(BaseModel):
     #: Change events kept per scope, oldest dropped first; 0 keeps no history.
     max_history_events: int = Field(default=1000, ge=0, le=1_000_000)
 
+    # --- cost (issue 16) ---
+    #: Skip the LLM call when the new turns hold nothing about the user (``off``: always
+    #: call); the watermark moves past them either way.
+    extraction_gate: bool = True
+    #: Above this many facts, the extractor sees only the corrections, the facts related
+    #: to the new turns and the most confident rest, within ``view_max_tokens``.
+    view_max_facts: int = Field(default=40, ge=1, le=10_000)
+    #: Token budget of the facts in that smaller view (exact count, ``token_encoding``).
+    view_max_tokens: int = Field(default=1_000, ge=50, le=1_000_000)
+
     @field_validator("storage", "queue")
     @classmethod
     def _known_backend(cls, value: str) -> str:

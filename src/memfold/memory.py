@@ -27,6 +27,7 @@ from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
 from memfold.errors import MemfoldError
 from memfold.extract.base import Extractor, Usage
+from memfold.gate import ExtractionGate
 from memfold.inject import ContextRenderer
 from memfold.model import (
     DocumentError,
@@ -139,6 +140,7 @@ class Memory(AuditMixin):
             max_input_tokens=config.max_extraction_input_tokens,
             conflict_timeout=config.conflict_timeout_seconds,
             record_history=self._history_store() is not None,
+            gate=_make_gate(config, self._extractor),
         )
         self._clear_takes_stamp = _takes_keyword(self._store.clear, "cleared_at")
         self._queue: UpdateQueue | None = None
@@ -677,6 +679,16 @@ def _thread(thread_id: object) -> str:
     return validate_id(thread_id, "thread_id")
 
 
+def _make_gate(config: MemoryConfig, extractor: Extractor) -> ExtractionGate | None:
+    """The extraction gate, for extractors whose calls cost (``calls_model``), unless
+    ``extraction_gate`` is off."""
+    if not config.extraction_gate or not getattr(extractor, "calls_model", False):
+        return None
+    from memfold.extract.rules import RuleExtractor
+
+    return ExtractionGate(RuleExtractor(config.rule_pattern_files, log_misses=False))
+
+
 def _make_extractor(config: MemoryConfig, chat_model: Any) -> Extractor:
     use_llm = config.extractor == "llm" or (
         config.extractor == "auto" and (config.llm is not None or chat_model is not None)
@@ -692,6 +704,8 @@ def _make_extractor(config: MemoryConfig, chat_model: Any) -> Extractor:
             counter=get_counter(config.token_encoding).count,
             timeout=config.extraction_timeout_seconds,
             categories=config.categories,
+            view_max_facts=config.view_max_facts,
+            view_max_tokens=config.view_max_tokens,
         )
         model = config.llm.model if config.llm is not None else type(chat_model).__name__
         logger.info("memfold extractor: llm (%s)", model)

@@ -26,6 +26,7 @@ from memfold._fence import cleared_time, recorded_before_clear
 from memfold.apply import ApplyContext, Change, apply
 from memfold.errors import ConflictError
 from memfold.extract.base import ExtractionRequest, Extractor, SizedExtractor, Usage
+from memfold.gate import ExtractionGate
 from memfold.model import MemoryDocument, Message, Scope, Signals, short_repr
 from memfold.queue.base import RecordMark
 from memfold.redact import Redactor, redact_messages
@@ -33,6 +34,7 @@ from memfold.store.base import MemoryStore
 
 __all__ = [
     "DEFAULT_CONFLICT_TIMEOUT_SECONDS",
+    "GATED",
     "MAX_COMMIT_ATTEMPTS",
     "UpdateResult",
     "Updater",
@@ -48,6 +50,8 @@ DEFAULT_CONFLICT_TIMEOUT_SECONDS = 10.0
 _CONFLICT_BACKOFF_SECONDS = 0.001
 _CONFLICT_BACKOFF_CAP_SECONDS = 0.05
 _SCOPE_LOCK_STRIPES = 64
+#: ``UpdateResult.skipped`` starts with this when the extraction gate made no call.
+GATED = "nothing about the user"
 
 _T = TypeVar("_T")
 
@@ -101,10 +105,13 @@ class Updater:
         max_input_tokens: int | None = None,
         conflict_timeout: float = DEFAULT_CONFLICT_TIMEOUT_SECONDS,
         record_history: bool = False,
+        gate: ExtractionGate | None = None,
     ) -> None:
         """``record_history``: pass change events to ``store.commit`` (a
-        :class:`~memfold.store.base.HistoryStore`)."""
+        :class:`~memfold.store.base.HistoryStore`). ``gate``: new turns it finds nothing
+        about the user in are only marked seen, with no extraction call."""
         self._store = store
+        self._gate = gate
         self._history = record_history
         self._redactor = redactor
         self._extractor = extractor
@@ -189,13 +196,19 @@ class Updater:
         generation = document.generation
         while start < len(messages):
             end = self._chunk_end(document, messages, start, signals, thread_id)
-            step = self._run_chunk(
-                scope=scope, thread_id=thread_id, messages=messages, span=(start, end),
-                signals=signals, document=document,
-                cleared=lambda current: current.generation != generation
-                or (fenced is not None and fenced()),
-                erased=erased,
-            )  # fmt: skip
+            decision = (
+                None if self._gate is None else self._gate.decide(_chunk(messages, start, end))
+            )
+            if decision is not None and not decision.call:
+                step = self._gated(scope, thread_id, messages[:end], erased, decision.reason)
+            else:
+                step = self._run_chunk(
+                    scope=scope, thread_id=thread_id, messages=messages, span=(start, end),
+                    signals=signals, document=document,
+                    cleared=lambda current: current.generation != generation
+                    or (fenced is not None and fenced()),
+                    erased=erased,
+                )  # fmt: skip
             total = _combine(total, step)
             if step.skipped in ("cleared during update", "user erased during update"):
                 return total
@@ -203,6 +216,21 @@ class Updater:
             if start < len(messages):
                 document = self._store.load(scope)
         return total
+
+    def _gated(
+        self,
+        scope: Scope,
+        thread_id: str,
+        messages: Sequence[Message],
+        erased: Callable[[], bool] | None,
+        reason: str,
+    ) -> UpdateResult:
+        """The gate found nothing to learn: move the watermark past ``messages``, no call."""
+        if erased is not None and erased():
+            return UpdateResult(scope, thread_id, 0, False, skipped="user erased during update")
+        revision = self.retry(scope, functools.partial(self.mark_seen, scope, thread_id, messages))
+        logger.debug("update for %s made no extraction call: %s", scope, reason)
+        return UpdateResult(scope, thread_id, revision, False, skipped=f"{GATED}: {reason}")
 
     def _chunk_end(
         self,

@@ -20,12 +20,14 @@ from typing import Any
 from memfold.errors import ConfigError
 from memfold.extract._parse import parse_reply
 from memfold.extract.base import Extraction, ExtractionRequest, Usage
+from memfold.extract.view import DEFAULT_VIEW_MAX_FACTS, DEFAULT_VIEW_MAX_TOKENS, select_facts
 from memfold.forgetting import held_out
 from memfold.llm.base import ChatMessage, ChatModel, Completion
 from memfold.model import (
     DEFAULT_CATEGORIES,
     HISTORY_SECTIONS,
     USER_SECTIONS,
+    Fact,
     MemoryDocument,
     Message,
     Signals,
@@ -127,12 +129,26 @@ def _cut(text: str, limit: int) -> str:
     return f"{text[:head]} [... {len(text) - limit} chars cut ...] {text[-tail:]}"
 
 
-def compact_memory(document: MemoryDocument) -> tuple[str, dict[str, str]]:
+def _fact_line(ref: str, fact: Fact) -> str:
+    category = _escape(_one_line(fact.category))
+    return f"{ref} [{category} {fact.confidence:.2f}] {_escape(_one_line(fact.content))}"
+
+
+def compact_memory(
+    document: MemoryDocument,
+    messages: Sequence[Message] = (),
+    *,
+    max_facts: int | None = None,
+    max_tokens: int = DEFAULT_VIEW_MAX_TOKENS,
+    count: Callable[[str], int] | None = None,
+) -> tuple[str, dict[str, str]]:
     """The memory view the model sees, and the map from refs (``f1``...) to fact ids.
 
     Refs number facts in document order; text is escaped and kept on one line each. A
     summary held out after a removal (``memfold.forgetting``) says what it still mentions,
-    so the model rewrites it without that.
+    so the model rewrites it without that. With ``max_facts``, a memory of more facts
+    shows only those :func:`memfold.extract.view.select_facts` picks for ``messages``
+    (the new turns), within ``max_tokens``.
     """
     lines: list[str] = []
     for group, sections in (("user", USER_SECTIONS), ("history", HISTORY_SECTIONS)):
@@ -146,15 +162,25 @@ def compact_memory(document: MemoryDocument) -> tuple[str, dict[str, str]]:
                 line += f" [held out; it still mentions removed facts: {removed}]"
             lines.append(line)
     refs: dict[str, str] = {}
-    if document.facts:
-        lines.append(f"facts ({len(document.facts)}):")
+    shown: Sequence[Fact] = document.facts
+    if max_facts is not None:
+        shown = select_facts(
+            document.facts, messages, max_facts=max_facts, max_tokens=max_tokens,
+            count=count, line=lambda fact: _fact_line("f00", fact),
+        )  # fmt: skip
+    if len(shown) < len(document.facts):
+        lines.append(
+            f"facts ({len(shown)} of {len(document.facts)}: the ones related to these turns, "
+            "corrections and the most confident; the rest are not shown):"
+        )
+    elif shown:
+        lines.append(f"facts ({len(shown)}):")
     else:
         lines.append("facts: none")
-    for number, fact in enumerate(document.facts, start=1):
+    for number, fact in enumerate(shown, start=1):
         ref = f"f{number}"
         refs[ref] = fact.id
-        category = _escape(_one_line(fact.category))
-        lines.append(f"{ref} [{category} {fact.confidence:.2f}] {_escape(_one_line(fact.content))}")
+        lines.append(_fact_line(ref, fact))
     return "\n".join(lines), refs
 
 
@@ -198,8 +224,10 @@ def _fill(template: Template, name: str, values: Mapping[str, str]) -> str:
 class LLMExtractor:
     """Extractor that asks a chat model for a change set (see the module docstring).
 
-    ``counter`` counts tokens when the provider reports no usage; without either, usage
-    is zero. ``templates_dir`` may hold ``extraction_system.txt`` and/or
+    ``counter`` counts tokens when the provider reports no usage (without either, usage
+    is zero) and measures the memory view. Above ``view_max_facts`` facts the model sees
+    the smaller view of :mod:`memfold.extract.view` (``None``: always every fact).
+    ``templates_dir`` may hold ``extraction_system.txt`` and/or
     ``extraction_user.txt`` replacing the packaged ones.
 
     Raises:
@@ -207,6 +235,8 @@ class LLMExtractor:
     """
 
     name = "llm"
+    #: Each proposal is a paid model call: the extraction gate may skip it.
+    calls_model = True
 
     def __init__(
         self,
@@ -217,6 +247,8 @@ class LLMExtractor:
         timeout: float = 120.0,
         categories: Sequence[str] = DEFAULT_CATEGORIES,
         max_message_chars: int = MAX_MESSAGE_CHARS,
+        view_max_facts: int | None = DEFAULT_VIEW_MAX_FACTS,
+        view_max_tokens: int = DEFAULT_VIEW_MAX_TOKENS,
     ) -> None:
         if timeout <= 0:
             raise ValueError(f"timeout={timeout}: must be positive seconds")
@@ -226,6 +258,8 @@ class LLMExtractor:
         self.counter = counter
         self.timeout = timeout
         self.max_message_chars = max_message_chars
+        self.view_max_facts = view_max_facts
+        self.view_max_tokens = view_max_tokens
         self._user_template = _load(USER_TEMPLATE, templates_dir)
         self.system_prompt = _fill(
             _load(SYSTEM_TEMPLATE, templates_dir),
@@ -237,7 +271,10 @@ class LLMExtractor:
 
     def prompt(self, request: ExtractionRequest) -> tuple[list[ChatMessage], dict[str, str]]:
         """The messages :meth:`propose` sends, and the ref → fact id map for parsing."""
-        memory, refs = compact_memory(request.document)
+        memory, refs = compact_memory(
+            request.document, request.messages, max_facts=self.view_max_facts,
+            max_tokens=self.view_max_tokens, count=self.counter,
+        )  # fmt: skip
         user = _fill(
             self._user_template,
             USER_TEMPLATE,

@@ -296,11 +296,17 @@ class BaseSqlStore:
         """
         keys = self._keys(scope)
         cache = self._parsed_rows
+        token = self._change_token()
+        if token is not None:
+            known = cache.fresh(scope, token)
+            if known is not None:
+                return known
         try:
             with self._connection() as conn:
                 if self.stamp_loads:
                     stamp = self._run(conn, _STAMP_SQL, keys).fetchone()
                     if stamp is None:
+                        cache.forget(scope)
                         return _EMPTY
                     cached = cache.get(scope, tuple(stamp))
                     if cached is not None:
@@ -311,14 +317,21 @@ class BaseSqlStore:
         except self.driver_errors as exc:
             raise self._storage_error(exc, f"load the memory of {scope}") from exc
         if row is None:
+            cache.forget(scope)
             return _EMPTY
         revision, generation, text = row[:3]
         key = (revision, generation, row[3]) if self.stamp_loads else (revision, generation, text)
-        parsed = cache.get(scope, key)
+        parsed = cache.get(scope, key, token)
         if parsed is None:
             parsed = self._parse(scope, revision, generation, text)
-            cache.put(scope, key, parsed, len(text) if isinstance(text, str) else 0)
+            cache.put(scope, key, parsed, len(text) if isinstance(text, str) else 0, token)
         return parsed
+
+    def _change_token(self) -> object:
+        """A value that stays the same while nothing at all is committed to the database
+        by anyone (None: the dialect cannot tell, every load reads the row). Read before
+        the row, so a commit in between changes it."""
+        return None
 
     @functools.cached_property
     def _parsed_rows(self) -> ParsedRows:
