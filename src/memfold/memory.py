@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from types import TracebackType
@@ -21,6 +21,7 @@ from typing import Any, Self, TypeVar
 
 from memfold import _events, edits
 from memfold._audit import AuditMixin, Describe
+from memfold._batch import BatchResult, ThreadWork
 from memfold._facts import iso
 from memfold._fence import clear_stamp
 from memfold.config import MemoryConfig
@@ -260,7 +261,11 @@ class Memory(AuditMixin):
                 from memfold.queue.factory import open_queue
 
                 self._queue = open_queue(
-                    self.config, self._process_job, clock=self._clock, start=self._start_workers
+                    self.config,
+                    self._process_job,
+                    clock=self._clock,
+                    start=self._start_workers,
+                    process_batch=self._process_jobs,
                 )
             return self._queue
 
@@ -275,6 +280,26 @@ class Memory(AuditMixin):
         with self._lock:
             self._fenced.discard(mark)
             self._erased.discard(mark)
+        self._add_usage(result.usage)
+        return result
+
+    def _process_jobs(self, jobs: Sequence[Job]) -> BatchResult:
+        """Several due threads of one (user, agent): one extraction for all where they fit."""
+        marks = [(job.key, job.enqueued_at) for job in jobs]
+        works = [
+            ThreadWork(
+                job.thread_id, job.messages, job.signals,
+                fenced=functools.partial(self._fenced.__contains__, mark),
+                erased=functools.partial(self._erased.__contains__, mark),
+                recorded_at=job.recorded_at, marks=job.marks,
+            )
+            for job, mark in zip(jobs, marks, strict=True)
+        ]  # fmt: skip
+        result = self._updater.run_batch(jobs[0].scope, works)
+        with self._lock:
+            for mark in marks:
+                self._fenced.discard(mark)
+                self._erased.discard(mark)
         self._add_usage(result.usage)
         return result
 

@@ -21,12 +21,14 @@ from datetime import datetime
 from typing import TypeVar
 
 from memfold import _events, watermark
+from memfold._batch import BatchResult, ThreadWork, run_batch
 from memfold._facts import iso
 from memfold._fence import cleared_time, recorded_before_clear
 from memfold.apply import ApplyContext, Change, apply
 from memfold.errors import ConflictError
 from memfold.extract.base import ExtractionRequest, Extractor, SizedExtractor, Usage
 from memfold.gate import ExtractionGate
+from memfold.history import ChangeEvent
 from memfold.model import MemoryDocument, Message, Scope, Signals, short_repr
 from memfold.queue.base import RecordMark
 from memfold.redact import Redactor, redact_messages
@@ -125,6 +127,41 @@ class Updater:
     @property
     def extractor(self) -> Extractor:
         return self._extractor
+
+    @property
+    def store(self) -> MemoryStore:
+        return self._store
+
+    @property
+    def gate(self) -> ExtractionGate | None:
+        return self._gate
+
+    @property
+    def redactor(self) -> Redactor | None:
+        return self._redactor
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        return self._max_input
+
+    def now(self) -> datetime:
+        return self._now()
+
+    def apply_context(self, now: datetime, thread_id: str, signals: Signals) -> ApplyContext:
+        """The context ``apply`` runs in for an extraction from ``thread_id``."""
+        return ApplyContext(
+            now=now,
+            thread_id=thread_id,
+            signals=signals,
+            max_facts=self._max_facts,
+            confidence_threshold=self._threshold,
+            scrub=self._redactor,
+        )
+
+    def run_batch(self, scope: Scope, works: Sequence[ThreadWork]) -> BatchResult:
+        """Update ``scope`` from several threads at once, with one extraction for all
+        their new turns where they fit one request (see :mod:`memfold._batch`)."""
+        return run_batch(self, scope, works)
 
     @contextlib.contextmanager
     def scope_lock(self, scope: Scope) -> Iterator[None]:
@@ -318,16 +355,7 @@ class Updater:
                 )  # fmt: skip
             now = self._now()
             applied = apply(
-                current,
-                extraction.change_set,
-                ApplyContext(
-                    now=now,
-                    thread_id=thread_id,
-                    signals=signals,
-                    max_facts=self._max_facts,
-                    confidence_threshold=self._threshold,
-                    scrub=self._redactor,
-                ),
+                current, extraction.change_set, self.apply_context(now, thread_id, signals)
             )
             result_doc = watermark.advance(applied.document, thread_id, seen, iso(now))
             if not applied.changed and _same_watermark(current, result_doc, thread_id):
@@ -357,12 +385,31 @@ class Updater:
         turns: Sequence[Message],
         at: str,
     ) -> MemoryDocument:
+        events = self.events(changes, thread_id, turns, at)
+        return self.commit_events(scope, document, expected, events)
+
+    def events(
+        self, changes: Sequence[Change], thread_id: str, turns: Sequence[Message], at: str
+    ) -> tuple[ChangeEvent, ...]:
+        """The history events of ``changes`` learned from ``turns`` of ``thread_id``
+        (none when history is not kept)."""
         if not self._history:
-            return self._store.commit(scope, document, expected_revision=expected)
-        events = _events.from_changes(
+            return ()
+        return _events.from_changes(
             changes, at=at, extractor=self._extractor.name, thread_id=thread_id,
             turns=turns, scrub=self._redactor,
         )  # fmt: skip
+
+    def commit_events(
+        self,
+        scope: Scope,
+        document: MemoryDocument,
+        expected: int,
+        events: Sequence[ChangeEvent],
+    ) -> MemoryDocument:
+        """Commit ``document`` (compare-and-set on ``expected``) with ``events``."""
+        if not self._history:
+            return self._store.commit(scope, document, expected_revision=expected)
         commit: Callable[..., MemoryDocument] = self._store.commit
         return commit(scope, document, expected_revision=expected, events=events)
 

@@ -107,6 +107,10 @@ _CORRECTION_HINT = (
     'as a "correction" fact with confidence 0.95 or more, and put what the assistant got '
     "wrong in its sourceError."
 )
+_THREADS_HINT = (
+    "- The turns come from {} separate conversations of this user, one <thread> each; "
+    "learn from each of them."
+)
 _REINFORCEMENT_HINT = (
     "- The user confirmed that an answer or behaviour was right. Keep the facts behind it; "
     "if the confirmed preference is not listed yet, add it with confidence 0.9 or more."
@@ -192,8 +196,21 @@ def format_turns(messages: Sequence[Message], *, max_chars: int = MAX_MESSAGE_CH
     )
 
 
-def _hints(signals: Signals) -> str:
-    lines = []
+def _conversation(request: ExtractionRequest, max_chars: int) -> str:
+    """The turns as ``format_turns`` writes them; several threads' turns each in their
+    own ``<thread>`` element."""
+    if not request.threads:
+        return format_turns(request.messages, max_chars=max_chars)
+    out, start = [], 0
+    for _, size in request.threads:
+        turns = format_turns(request.messages[start : start + size], max_chars=max_chars)
+        out.append(f"<thread>\n{turns}\n</thread>")
+        start += size
+    return "\n".join(out)
+
+
+def _hints(signals: Signals, threads: int = 1) -> str:
+    lines = [_THREADS_HINT.format(threads)] if threads > 1 else []
     if signals.correction:
         lines.append(_CORRECTION_HINT)
     if signals.reinforcement:
@@ -280,8 +297,8 @@ class LLMExtractor:
             USER_TEMPLATE,
             {
                 "memory": memory,
-                "conversation": format_turns(request.messages, max_chars=self.max_message_chars),
-                "hints": _hints(request.signals),
+                "conversation": _conversation(request, self.max_message_chars),
+                "hints": _hints(request.signals, len(request.threads)),
             },
         )
         return [ChatMessage("system", self.system_prompt), ChatMessage("user", user)], refs
