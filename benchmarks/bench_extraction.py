@@ -11,15 +11,19 @@
 
 Facts cycle through twelve realistic fact texts (8-14 tokens, 11 on average). Counts
 are the exact cl100k tokens of the system and user message texts (chat-format overhead
-of a few tokens per message is not included).
+of a few tokens per message is not included), plus the reply's JSON schema, which is sent
+with every call: as ``response_format`` (json_schema, or llama.cpp's json_object + schema)
+or, where the server takes neither, appended to the system message. Its compact JSON is
+counted; providers that turn it into a grammar or their own prompt text count it their way.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from memfold.extract.base import ExtractionRequest
-from memfold.extract.llm import LLMExtractor
+from memfold.extract.llm import EXTRACTION_SCHEMA, LLMExtractor
 from memfold.llm.scripted import ScriptedChatModel
 from memfold.model import SUMMARY_SECTIONS, Fact, MemoryDocument, Message, Summary
 from memfold.tokens import get_counter
@@ -136,20 +140,29 @@ def _thread(exchanges: int) -> list[tuple[Message, Message]]:
 def run(quick: bool) -> list[dict[str, Any]]:
     count = get_counter("cl100k_base")
     extractor = LLMExtractor(ScriptedChatModel(), counter=count)
+    schema = count(json.dumps(EXTRACTION_SCHEMA, separators=(",", ":")))
 
     def prompt_tokens(doc: MemoryDocument, messages: tuple[Message, ...]) -> tuple[int, int]:
         sent, _ = extractor.prompt(ExtractionRequest(doc, messages))
-        return count(sent[0].content), count(sent[1].content)
+        return count(sent[0].content) + schema, count(sent[1].content)
 
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = [
+        {
+            "benchmark": "reply JSON schema sent with each extraction",
+            "value": float(schema),
+            "unit": "tokens",
+            "target": "",
+            "reference": "",
+        }
+    ]
     conversation = _messages(CONVERSATION)
     references = {0: "", 100: "~21,600 hardened / ~9,000 simple", 200: ""}
     for facts, reference in references.items():
         system, user = prompt_tokens(_document(facts), conversation)
         rows.append(
             {
-                "benchmark": f"extraction input, 6 messages, {facts} facts "
-                f"(system {system} + user {user})",
+                "benchmark": f"extraction input, {facts} facts "
+                f"(sys {system - schema} + schema {schema} + user {user})",
                 "value": float(system + user),
                 "unit": "tokens",
                 "target": "<= 3,500" if facts == 100 else "",
@@ -157,7 +170,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
             }
         )
 
-    per_fact = (rows[2]["value"] - rows[0]["value"]) / 200
+    per_fact = (rows[3]["value"] - rows[1]["value"]) / 200
     rows.append(
         {
             "benchmark": "extraction input per fact in memory",

@@ -156,3 +156,48 @@ def test_mask_secrets_hides_a_url_password_that_contains_at_signs():
         assert "@ss" not in masked
         assert password not in masked
         assert masked.endswith(dsn.rsplit("@", 1)[1])
+
+
+def test_llm_defaults_negotiate_the_format_and_cap_the_output():
+    cfg = MemoryConfig.build(env={}, llm={"model": "m"})
+    assert cfg.llm is not None
+    assert (cfg.llm.response_format, cfg.llm.max_output_tokens) == ("auto", 1500)
+    assert cfg.llm.json_mode is None
+
+
+def test_llm_response_format_is_validated_and_pins_the_client():
+    from memfold.llm.factory import make_chat_model
+
+    with pytest.raises(ConfigError, match=r"llm\.response_format='yaml'"):
+        MemoryConfig.build(env={}, llm={"model": "m", "response_format": "yaml"})
+    cfg = MemoryConfig.build(
+        env={}, llm={"model": "m", "api_key_env": None, "response_format": "json_object_schema"}
+    )
+    assert cfg.llm is not None
+    chat = make_chat_model(cfg.llm)
+    assert chat.response_format == "json_object_schema"  # type: ignore[attr-defined]
+
+
+def test_llm_json_mode_still_works_and_must_agree_with_response_format():
+    from memfold.llm.factory import make_chat_model
+
+    cfg = MemoryConfig.build(env={}, llm={"model": "m", "api_key_env": None, "json_mode": "off"})
+    assert cfg.llm is not None
+    assert make_chat_model(cfg.llm).response_format == "text"  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match=r"llm\.json_mode=off contradicts llm\.response_format"):
+        MemoryConfig.build(
+            env={}, llm={"model": "m", "json_mode": "off", "response_format": "json_schema"}
+        )
+
+
+def test_llm_max_output_tokens_is_bounded():
+    with pytest.raises(ConfigError, match=r"llm\.max_output_tokens=4: must be between 16"):
+        MemoryConfig.build(env={}, llm={"model": "m", "max_output_tokens": 4})
+
+
+def test_upload_tags_default_and_validation():
+    assert MemoryConfig.build(env={}).upload_tags == ("uploaded_files", "current_uploads")
+    cfg = MemoryConfig.build(env={"MEMFOLD_UPLOAD_TAGS": "uploaded_files,attachments"})
+    assert cfg.upload_tags == ("uploaded_files", "attachments")
+    with pytest.raises(ConfigError, match="'<files>' is not a tag name"):
+        MemoryConfig.build(env={}, upload_tags=["<files>"])

@@ -242,7 +242,7 @@ def _run_group(
 ) -> dict[int, UpdateResult]:
     """One extraction for the group's threads and one commit of its change set with
     every thread's watermark moved."""
-    from memfold.updater import UpdateResult
+    from memfold.updater import UpdateResult, log_dropped
 
     threads = [thread for _, thread in group]
     document = updater.store.load(scope)
@@ -284,8 +284,15 @@ def _run_group(
         applied = apply(
             current,
             extraction.change_set,
-            updater.apply_context(now, threads[-1].work.thread_id, request.signals),
+            updater.apply_context(
+                now,
+                threads[-1].work.thread_id,
+                request.signals,
+                instructions=extraction.instructions,
+                turns=request.messages,
+            ),
         )
+        log_dropped(scope, applied.changes)
         by_thread = _attribute(applied.changes, threads)
         result_doc = _with_sources(applied.document, by_thread)
         for thread in threads:

@@ -5,6 +5,9 @@ the business rules of DESIGN.md rules 6-7: one bad item never sinks the others, 
 are guarded (clean parse, manual facts only on a correction, never losing a fact whose
 replacement failed), new facts are thresholded, scrubbed and de-duplicated, and the fact
 cap never trims a fact added in the same update in favour of an equally trusted old one.
+What a model sends is evidence, not truth (rule 13): ``memfold._guards`` drops placeholders,
+echoes of the prompt and the assistant's words, and removals without a reason or a related
+replacement or turn, each counted as a skipped change.
 A removal with a replacement *supersedes* the old fact (a ``superseded`` change linked to
 its successor, which the history keeps). Whatever leaves memory leaves the summaries too
 (``memfold.forgetting``: rebuilt, or held out of injection until rewritten). A person's
@@ -30,9 +33,10 @@ from memfold._facts import (
     normalise_confidence,
     unique_id,
 )
+from memfold._guards import Evidence, content_problem, removal_problem, sentences
 from memfold.extract.base import ChangeSet, FactRemoval, NewFact, SummaryUpdate
 from memfold.forgetting import Gone, SummaryChange, forget, release
-from memfold.model import SUMMARY_SECTIONS, Fact, MemoryDocument, Signals, Summary
+from memfold.model import SUMMARY_SECTIONS, Fact, MemoryDocument, Message, Signals, Summary
 from memfold.redact import is_only_redaction
 
 __all__ = [
@@ -66,6 +70,10 @@ class ApplyContext:
     new_id: Callable[[], str] | None = None
     #: Redacts secrets in new and changed items only, never in stored ones (rule 7).
     scrub: Callable[[str], str] | None = None
+    #: What the extractor saw, for the guards of rule 13 (``memfold._guards``): the prompt's
+    #: fixed instructions, and the turns (None: unknown, the turn-based checks are skipped).
+    instructions: tuple[str, ...] = ()
+    turns: tuple[Message, ...] | None = None
 
     def __post_init__(self) -> None:
         check_aware(self.now)
@@ -129,7 +137,14 @@ _UPLOAD_EVENT = re.compile(
     + r"\b"
     + r"|\b(?:uploaded|attached)\s+[\w-]+\.(?:pdf|docx?|xlsx?|pptx?|csv|txt|md|json|png|jpe?g"
     r"|gif|zip)\b"
-    + r"|<\s*/?\s*uploaded_files\s*>"
+    # "uploading a file", "by uploading the PDF", "is uploading two images"
+     + r"|\b(?:uploading|attaching)\s+(?:a|an|the|this|that|these|those|some|several|multiple"
+    r"|his|her|their|my|its|\d+|one|two|three|four|five)\s+(?:[\w-]+\s+){0,2}?"
+    + _FILE_NOUNS
+    + r"\b"
+    + r"|\b(?:uploading|attaching)\s+[\w-]+\.(?:pdf|docx?|xlsx?|pptx?|csv|txt|md|json|png|jpe?g"
+    r"|gif|zip)\b"
+    + r"|<\s*/?\s*(?:uploaded_files|current_uploads)\s*>"
     + r"|上传(?:了|过)[^。！？!?\n]{0,8}?"
     + _FILE_NOUNS_ZH
     + r"|(?:用户|我|你|他|她)上传的[^。！？!?\n]{0,4}?"
@@ -151,13 +166,40 @@ def _mentions_upload(content: str) -> bool:
 # --- apply -----------------------------------------------------------------------------
 
 
+def _guarded_summary(
+    section: str, text: str, old: str, evidence: Evidence, changes: list[Change]
+) -> str:
+    """``text`` without its sentences that are placeholders, echoes of the prompt, the
+    assistant's words or upload events (each logged as a skipped change)."""
+    kept: list[str] = []
+    for sentence in sentences(text):
+        why = content_problem(sentence, evidence, also_users=(old,))
+        if why is None and _mentions_upload(sentence):
+            why = "mentions a file upload (a one-off event, not a lasting fact)"
+        if why is None:
+            kept.append(sentence)
+        else:
+            changes.append(Change("skipped", None, section, sentence, f"summary sentence: {why}"))
+    return _join_sentences(kept)
+
+
+def _join_sentences(parts: list[str]) -> str:
+    out = ""
+    for part in parts:
+        cjk_boundary = out and (out[-1] in "。！？" or not out[-1].isascii())
+        out = f"{out}{part}" if cjk_boundary else f"{out} {part}".strip()
+    return out
+
+
 def _apply_summaries(
     document: MemoryDocument,
     updates: tuple[SummaryUpdate, ...],
     now_iso: str,
     scrub: Callable[[str], str] | None = None,
+    evidence: Evidence | None = None,
 ) -> tuple[Mapping[str, Summary], list[Change]]:
     """Replace summaries; when a section is updated twice, the last valid update wins."""
+    evidence = evidence or Evidence()
     summaries = dict(document.summaries)
     changes: list[Change] = []
     wanted: dict[str, str] = {}
@@ -177,6 +219,9 @@ def _apply_summaries(
         if reason is not None:
             changes.append(Change("skipped", None, section, text, reason))
             continue
+        text = _guarded_summary(section, text, document.summary(section), evidence, changes)
+        if not text:
+            continue  # every sentence was dropped, each with its reason
         wanted.pop(section, None)  # re-insert so sections keep the order of their last update
         wanted[section] = text
     for section, text in wanted.items():
@@ -219,6 +264,7 @@ def _admit(
     context: ApplyContext,
     now_iso: str,
     skipped: list[Change],
+    evidence: Evidence,
 ) -> tuple[dict[int, str], dict[str, Fact], dict[str, float]]:
     """Filter, de-duplicate and create the new facts.
 
@@ -237,6 +283,8 @@ def _admit(
         # Checked even without a scrubber: the model saw redacted turns and may echo markers.
         if reason is None and is_only_redaction(content):
             reason = "only a redacted secret"
+        if reason is None:
+            reason = content_problem(content, evidence)
         if reason is not None or confidence is None:
             skipped.append(Change("skipped", None, None, content, reason or "invalid"))
             continue
@@ -254,13 +302,16 @@ def _admit(
             skipped.append(Change("skipped", target, None, content, f"duplicate of {target}"))
             continue
         fact_id = unique_id(taken, context.new_id)
+        category = normalise_category(item.category, context.scrub)
         source_error = item.source_error.strip() if isinstance(item.source_error, str) else None
+        if category != "correction":
+            source_error = None  # what the assistant got wrong belongs to corrections only
         if context.scrub is not None and source_error:  # security: redact
             source_error = context.scrub(source_error)
         new_facts[fact_id] = Fact(
             id=fact_id,
             content=content,
-            category=normalise_category(item.category, context.scrub),  # security: a label
+            category=category,  # security: a label, scrubbed above
             confidence=confidence,
             created_at=now_iso,
             updated_at=now_iso,
@@ -281,13 +332,17 @@ def apply(document: MemoryDocument, change_set: ChangeSet, context: ApplyContext
         FactIdError: ``context.new_id`` keeps returning taken or invalid ids.
     """
     now_iso = iso(context.now)
+    evidence = Evidence(context.instructions, context.turns)
     summaries, summary_changes = _apply_summaries(
-        document, change_set.summaries, now_iso, context.scrub
+        document, change_set.summaries, now_iso, context.scrub, evidence
     )
     existing = {fact.id: fact for fact in document.facts}
-    skipped: list[Change] = []
+    skipped: list[Change] = [
+        Change("skipped", None, None, "", f"dropped by the reply parser: {problem}")
+        for problem in change_set.dropped
+    ]
 
-    requests = _removal_requests(document, change_set, context.signals, skipped)
+    requests = _removal_requests(document, change_set, context.signals, skipped, evidence)
     unconditional = {fid for fid, r in requests.items() if r.replaced_by is None}
 
     # Dedup against what survives for sure; a fact whose removal waits on a replacement
@@ -304,6 +359,7 @@ def apply(document: MemoryDocument, change_set: ChangeSet, context: ApplyContext
         context=context,
         now_iso=now_iso,
         skipped=skipped,
+        evidence=evidence,
     )
     current = [
         replace(f, confidence=raised[f.id], updated_at=now_iso) if f.id in raised else f
@@ -399,12 +455,17 @@ def _summary_change(change: SummaryChange) -> Change:
 
 
 def _removal_requests(
-    document: MemoryDocument, change_set: ChangeSet, signals: Signals, skipped: list[Change]
+    document: MemoryDocument,
+    change_set: ChangeSet,
+    signals: Signals,
+    skipped: list[Change],
+    evidence: Evidence,
 ) -> dict[str, FactRemoval]:
-    """Removals that pass the guards that do not depend on the new facts."""
+    """Removals that pass the guards that do not depend on which new facts land."""
     requests: dict[str, FactRemoval] = {}
     for removal in change_set.removals:
         fact = document.fact(removal.fact_id) if isinstance(removal.fact_id, str) else None
+        reason: str | None
         if not change_set.removals_allowed:
             reason = "removals not allowed: the extractor's reply did not parse cleanly"
         elif fact is None:
@@ -412,11 +473,37 @@ def _removal_requests(
         elif fact.is_manual and not signals.correction:
             reason = "manual fact: removed only on an explicit correction"
         else:
+            reason = _unrelated_removal(removal, fact, change_set, evidence)
+        if reason is None and fact is not None:
             requests.setdefault(fact.id, removal)
             continue
         content = "" if fact is None else fact.content
-        skipped.append(Change("skipped", str(removal.fact_id), None, content, reason))
+        skipped.append(Change("skipped", str(removal.fact_id), None, content, reason or ""))
     return requests
+
+
+def _unrelated_removal(
+    removal: FactRemoval, fact: Fact, change_set: ChangeSet, evidence: Evidence
+) -> str | None:
+    """Why this removal is not plausibly what the user's turns ask for, or None."""
+    index = removal.replaced_by
+    replacement = None
+    if (
+        isinstance(index, int)
+        and not isinstance(index, bool)
+        and 0 <= index < len(change_set.new_facts)
+        and isinstance(change_set.new_facts[index].content, str)
+    ):
+        item = change_set.new_facts[index]
+        replacement = (item.content, normalise_category(item.category))
+    reason = removal.reason if isinstance(removal.reason, str) else ""
+    return removal_problem(
+        reason=reason,
+        fact_content=fact.content,
+        fact_category=fact.category,
+        replacement=replacement,
+        evidence=evidence,
+    )
 
 
 def _resolve(

@@ -49,10 +49,31 @@ class LLMConfig(BaseModel):
     base_url: str | None = Field(default=None, repr=False)  # security: masked in __repr_args__
     api_key_env: str | None = "OPENAI_API_KEY"
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    #: One HTTP request (openai); one model call (langchain). ``extraction_timeout_seconds``
+    #: bounds a whole extraction, retries included.
     timeout_seconds: float = Field(default=60.0, gt=0.0, le=3600.0)
     max_retries: int = Field(default=2, ge=0, le=10)
-    #: ``auto`` tries JSON mode and falls back when the server rejects it.
-    json_mode: Literal["auto", "on", "off"] = "auto"
+    #: ``auto`` negotiates per server: json_schema, json_object_schema (llama.cpp's grammar
+    #: form), json_object, text (schema in the prompt); any other value pins that mode.
+    response_format: Literal["auto", "json_schema", "json_object_schema", "json_object", "text"] = (
+        "auto"
+    )
+    #: Sent as ``max_tokens`` with every request, so a small model cannot run on.
+    max_output_tokens: int = Field(default=1500, ge=16, le=200_000)
+    #: Older spelling of response_format: ``on`` = json_schema, ``off`` = text.
+    json_mode: Literal["auto", "on", "off"] | None = None
+
+    def model_post_init(self, __context: Any) -> None:
+        pinned = {"auto": "auto", "on": "json_schema", "off": "text"}
+        if self.json_mode is not None and self.response_format not in (
+            "auto",
+            pinned[self.json_mode],
+        ):
+            raise ConfigError(
+                f"llm.json_mode={self.json_mode} contradicts llm.response_format="
+                f"{self.response_format}: set only response_format",
+                key="llm.json_mode",
+            )
 
     def __repr_args__(self) -> Any:
         return _masked_repr_args(self, super().__repr_args__())
@@ -118,6 +139,8 @@ class MemoryConfig(BaseModel):
     redact_phones: bool = False
     #: Extra YAML pattern files for the offline rule extractor.
     rule_pattern_files: tuple[Path, ...] = ()
+    #: Tags whose blocks capture strips from user text (``<uploaded_files>…</…>``).
+    upload_tags: tuple[str, ...] = ("uploaded_files", "current_uploads")
 
     # --- reliability (issue 10) ---------------------------------------------------------
     #: Largest extraction request (prompt tokens); longer runs of new turns are chunked.
@@ -169,6 +192,17 @@ class MemoryConfig(BaseModel):
     @classmethod
     def _lower_categories(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(c.strip().lower() for c in value if c.strip())
+
+    @field_validator("upload_tags")
+    @classmethod
+    def _tag_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for tag in value:
+            if not re.fullmatch(r"[A-Za-z_][\w.-]{0,63}", tag):
+                raise ValueError(
+                    f"{tag!r} is not a tag name: use letters, digits, '_', '-' or '.', "
+                    "without the angle brackets (e.g. uploaded_files)"
+                )
+        return value
 
     def model_post_init(self, __context: Any) -> None:
         if self.guaranteed_token_budget >= self.max_injection_tokens:
@@ -253,7 +287,7 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 
 
 #: Keys whose environment value is a list: JSON (``[...]``) or comma-separated.
-_LIST_KEYS = ("categories", "guaranteed_categories", "rule_pattern_files")
+_LIST_KEYS = ("categories", "guaranteed_categories", "rule_pattern_files", "upload_tags")
 #: Keys whose environment value is a JSON object (a config section).
 _JSON_KEYS = ("llm", "embeddings")
 

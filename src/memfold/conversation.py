@@ -10,8 +10,9 @@ here is pure and runs on every agent turn, so the common paths avoid needless wo
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 from memfold.model import Message
@@ -19,6 +20,7 @@ from memfold.tokens import valid_unicode
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
+    "DEFAULT_UPLOAD_TAGS",
     "capture",
     "format_for_prompt",
     "has_minimum_dialogue",
@@ -66,10 +68,23 @@ _TOOL_BLOCKS: Final = frozenset({"tool_use", "tool_call", "function_call", "serv
 # Tool output sent back in a user-role message (Anthropic style) is tool traffic, not a turn.
 _TOOL_RESULT_BLOCKS: Final = frozenset({"tool_result", "function_call_output"})
 
+#: Tags whose blocks ``capture`` strips from user text (``upload_tags`` in the config).
+DEFAULT_UPLOAD_TAGS: Final = ("uploaded_files", "current_uploads")
+
+
 # security: upload blocks are found by plain scans that only move forward (linear on any
 # input); one pattern with "[^>]*" rescanned the rest of the text at every unclosed tag.
-_UPLOAD_OPEN: Final = re.compile(r"<uploaded_files\b", re.IGNORECASE)
-_UPLOAD_CLOSE: Final = re.compile(r"</uploaded_files\s*>", re.IGNORECASE)
+@functools.lru_cache(maxsize=32)
+def _upload_open(tags: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not tags:
+        return None
+    return re.compile(rf"<({'|'.join(re.escape(tag) for tag in tags)})\b", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=64)
+def _upload_close(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"</{re.escape(tag)}\s*>", re.IGNORECASE)
+
 
 # --- trivial acknowledgements ------------------------------------------------------------
 
@@ -189,19 +204,21 @@ def is_trivial(text: str) -> bool:
     return not key or key in _ACK_EXACT or _ACK.fullmatch(key) is not None
 
 
-def strip_uploads(text: str) -> str:
-    """Remove ``<uploaded_files …>…</uploaded_files>`` blocks (any case, across lines; an
-    unclosed block runs to the end). Linear in the length of ``text``."""
-    if "<" not in text:
+def strip_uploads(text: str, tags: Sequence[str] = DEFAULT_UPLOAD_TAGS) -> str:
+    """Remove ``<uploaded_files …>…</uploaded_files>`` and ``<current_uploads>…`` blocks
+    (or those of ``tags``; any case, across lines; an unclosed block runs to the end).
+    Linear in the length of ``text``."""
+    opener = _upload_open(tuple(tags))
+    if opener is None or "<" not in text:
         return text
     kept: list[str] = []
     position = 0
-    while (opening := _UPLOAD_OPEN.search(text, position)) is not None:
+    while (opening := opener.search(text, position)) is not None:
         tag_end = text.find(">", opening.end())
         if tag_end == -1:  # no complete opening tag from here on
             break
         kept.append(text[position : opening.start()])
-        closing = _UPLOAD_CLOSE.search(text, tag_end + 1)
+        closing = _upload_close(opening.group(1).lower()).search(text, tag_end + 1)
         if closing is None:
             position = len(text)
             break
@@ -476,15 +493,17 @@ def _from_pair(raw: tuple[object, ...] | list[object], index: int) -> _Item:
 # --- public API ---------------------------------------------------------------------------
 
 
-def capture(messages: Iterable[object]) -> tuple[Message, ...]:
+def capture(
+    messages: Iterable[object], *, upload_tags: Sequence[str] = DEFAULT_UPLOAD_TAGS
+) -> tuple[Message, ...]:
     """Normalise and filter an agent's messages down to what memory learns from.
 
     Keeps user messages and final assistant answers (no tool calls, non-empty text), in
     order, with their ids. Drops system/developer/tool messages, hidden messages, upload
-    blocks inside user text, and user turns that are empty after that or only an
-    acknowledgement, together with the assistant reply that follows such a turn. Text
-    and ids are sanitised once, here: NUL is removed and lone surrogates (half an emoji)
-    become U+FFFD, so nothing captured can fail to encode later.
+    blocks inside user text (the ``upload_tags`` blocks), and user turns that are empty
+    after that or only an acknowledgement, together with the assistant reply that follows
+    such a turn. Text and ids are sanitised once, here: NUL is removed and lone surrogates
+    (half an emoji) become U+FFFD, so nothing captured can fail to encode later.
 
     Raises:
         TypeError: ``messages`` is a single message or string rather than an iterable of
@@ -511,7 +530,7 @@ def capture(messages: Iterable[object]) -> tuple[Message, ...]:
             if dropped:
                 continue  # a hidden user message (e.g. an injected reminder) is invisible
             if "<" in text:
-                text = strip_uploads(text)
+                text = strip_uploads(text, upload_tags)
             if not text or is_trivial(text):
                 skip_reply = True
                 continue

@@ -6,6 +6,11 @@ offending values as attributes, and its message says what was wrong and how to f
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from memfold.extract.base import Usage
+
 __all__ = [
     "ConfigError",
     "ConflictError",
@@ -85,15 +90,19 @@ class CorruptMemoryError(StorageError):
 
 
 class ExtractionError(MemfoldError):
-    """An extractor's reply could not be used; the update is retried by the queue."""
+    """An extractor's reply could not be used; the update is retried by the queue.
+
+    ``usage`` is what the unusable reply cost, when known (it is still counted).
+    """
 
     MAX_RAW_CHARS = 2000
 
-    def __init__(self, message: str, *, raw: str | None = None) -> None:
+    def __init__(self, message: str, *, raw: str | None = None, usage: Usage | None = None) -> None:
         if raw is not None and len(raw) > self.MAX_RAW_CHARS:
             raw = raw[: self.MAX_RAW_CHARS] + f"... [{len(raw) - self.MAX_RAW_CHARS} chars cut]"
         super().__init__(message)
         self.raw = raw
+        self.usage = usage
 
 
 class FactNotFoundError(MemfoldError, KeyError):

@@ -96,6 +96,11 @@ _SELF_EN: Final = (
     r"change|become|travel|visit|open|launch|build|write|finish|get better|improve|"
     r"stop|go back|take up|pick up|try out|prepare)\b",
     r"\b(?:my (?:goal|plan|dream|aim)|I(?:'m| am) aiming)\b",
+    r"\b(?:about me|about myself|a bit about me|for context|some context|my background|"
+    r"my situation|my setup)\b",
+    r"\b(?:parental|maternity|paternity|sick|annual|medical) leave\b|\bI(?:'m| am) off "
+    r"(?:on|for|from|next|until)\b",
+    r"\bnext (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)\b",
     r"\b(?:next|this coming) (?:week|month|year|quarter|term|semester|summer|winter|spring|"
     r"autumn|fall)\b|\bthis (?:year|quarter|term|semester|summer|winter|spring|autumn|fall)\b",
     r"\bin (?:january|february|march|april|june|july|august|september|october|november|"
@@ -162,7 +167,7 @@ _SELF_ZH: Final = (
     r"(?:回答|回复|解释|说明|讲得?)(?:能不能|可不可以|可以|请|太|再)?(?:短|简单|详细|长|少|简洁|"
     r"通俗|口语)",
     r"(?:太长|太啰嗦|太复杂|简单点|短一点|简洁一点|直接给|只要结论|只要代码)",
-    r"记住|记一下|我说过|跟你说过|告诉过你|我的习惯|我的要求",
+    r"记住|记一下|我说过|跟你说过|告诉过你|我的习惯|我的要求|关于我|我的情况|我的背景|介绍一下我",
     r"我(?:是|属于)?(?:初学者|新手|小白|学生|老师|医生|护士|程序员|工程师|设计师)",
     r"(?:就是这样|就这样|以后都|按这个|照这个)",
 )

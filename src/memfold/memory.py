@@ -7,13 +7,14 @@ data flow and keeps every public call thread-safe.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from types import TracebackType
@@ -26,10 +27,11 @@ from memfold._facts import iso
 from memfold._fence import clear_stamp
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
-from memfold.errors import MemfoldError
+from memfold.errors import ExtractionError, MemfoldError
 from memfold.extract.base import Extractor, Usage
 from memfold.gate import ExtractionGate
 from memfold.inject import ContextRenderer
+from memfold.llm.base import ChatModelError
 from memfold.model import (
     DocumentError,
     Fact,
@@ -195,7 +197,7 @@ class Memory(AuditMixin):
         """
         scope = _scope(user_id, agent)
         key: JobKey = (_thread(thread_id), scope.user_id, scope.agent)
-        kept = capture(messages)
+        kept = capture(messages, upload_tags=self.config.upload_tags)
         if not has_minimum_dialogue(kept):
             return False
         if self.config.queue != "memory":
@@ -272,11 +274,12 @@ class Memory(AuditMixin):
     def _process_job(self, job: Job) -> UpdateResult:
         # A retry keeps the key and the first-record time, so it stays fenced too.
         mark = (job.key, job.enqueued_at)
-        result = self._updater.run(
-            job.scope, job.thread_id, job.messages, job.signals,
-            fenced=lambda: mark in self._fenced, erased=lambda: mark in self._erased,
-            recorded_at=job.recorded_at, marks=job.marks,
-        )  # fmt: skip
+        with self._counting_failed_calls():
+            result = self._updater.run(
+                job.scope, job.thread_id, job.messages, job.signals,
+                fenced=lambda: mark in self._fenced, erased=lambda: mark in self._erased,
+                recorded_at=job.recorded_at, marks=job.marks,
+            )  # fmt: skip
         with self._lock:
             self._fenced.discard(mark)
             self._erased.discard(mark)
@@ -327,15 +330,27 @@ class Memory(AuditMixin):
         """
         _thread(thread_id)
         scope = _scope(user_id, agent)
-        kept = capture(messages)  # the updater redacts them before extraction
+        # the updater redacts them before extraction
+        kept = capture(messages, upload_tags=self.config.upload_tags)
         if not has_minimum_dialogue(kept):
             doc = self._store.load(scope)
             return UpdateResult(scope, thread_id, doc.revision, False, skipped="no dialogue")
-        result = self._updater.run(
-            scope, thread_id, kept, detect(kept), recorded_at=self._now().timestamp()
-        )
+        with self._counting_failed_calls():
+            result = self._updater.run(
+                scope, thread_id, kept, detect(kept), recorded_at=self._now().timestamp()
+            )
         self._add_usage(result.usage)
         return result
+
+    @contextlib.contextmanager
+    def _counting_failed_calls(self) -> Iterator[None]:
+        """Count the tokens of a model call whose reply could not be used: it was paid for."""
+        try:
+            yield
+        except (ExtractionError, ChatModelError) as exc:
+            if exc.usage is not None:
+                self._add_usage(exc.usage)
+            raise
 
     # --- reading ------------------------------------------------------------------------
 

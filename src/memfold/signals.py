@@ -5,6 +5,8 @@ wrong", "你理解错了") and for reinforcement ("yes, exactly", "完全正确"
 deliberately narrow: a task instruction ("redo it", "改用 Rust"), a hedge ("let me know if
 that's wrong"), a negation ("not perfect", "that's not wrong") or a collision ("对不起"
 contains "对") must not count, because a false correction becomes a high-confidence fact.
+Nor does a correction the user takes back later in the same message ("No wait, that's
+wrong. Actually yes, exactly right.", "不对。算了，你是对的").
 Pure: no LLM, no IO.
 """
 
@@ -138,6 +140,33 @@ _REINFORCEMENT_VETO_BEFORE: Final = re.compile(
     r"|不|没|没有|并非|算不上|谈不上|不是|不太|不够|并不|不算|如果|要是|是否)$"
 )
 
+# A correction the user takes back later in the same message: "No wait, that's wrong.
+# Actually yes, exactly right.", "never mind, you were right", "算了，你是对的".
+_RETRACTION: Final = re.compile(
+    r"\b(?:never\s*mind|nevermind|scratch\s+that|ignore\s+(?:that|what\s+i\s+said)|"
+    r"i\s+take\s+(?:that|it)\s+back|forget\s+(?:that|what\s+i\s+said)|"
+    r"i\s+was\s+wrong|i\s+misread|"
+    r"actually[\s,]+(?:yes|yeah|yep|no[\s,]+(?:it's|that's|you're)\s+(?:right|correct|fine))|"
+    r"(?:you\s+were|you're|that\s+was|that's|it's|it\s+was)\s+(?:right|correct)\s+after\s+all)\b"
+    r"|算了|没事了|当我没说|我(?:看|搞|弄|说|想)错了|是我(?:错了|的错|搞错了)|其实(?:是)?对的|其实你(?:说得|是)对"
+)
+_RETRACTION_KEYS: Final = (
+    "mind",
+    "scratch",
+    "ignore",
+    "back",
+    "forget",
+    "wrong",
+    "misread",
+    "actually",
+    "after all",
+    "算了",
+    "没事",
+    "没说",
+    "错",
+    "对",
+)
+
 _CORRECTION: Final = re.compile("|".join(_CORRECTION_EN + _CORRECTION_ZH))
 _REINFORCEMENT: Final = re.compile("|".join(_REINFORCEMENT_EN + _REINFORCEMENT_ZH))
 
@@ -211,7 +240,9 @@ def _prepare(text: str) -> str:
     return text[:_SCAN_CHARS].casefold().replace("’", "'")
 
 
-def _matches(pattern: re.Pattern[str], veto_before: re.Pattern[str], text: str) -> bool:
+def _last_match_end(pattern: re.Pattern[str], veto_before: re.Pattern[str], text: str) -> int:
+    """Where the last match that no veto cancels ends, or -1."""
+    last = -1
     for match in pattern.finditer(text):
         start, end = match.span()
         before = text[max(0, start - _VETO_LOOKBACK) : start]
@@ -219,15 +250,27 @@ def _matches(pattern: re.Pattern[str], veto_before: re.Pattern[str], text: str) 
             continue
         if _VETO_AFTER.match(text, end):
             continue
+        last = end
+    return last
+
+
+def _matches(pattern: re.Pattern[str], veto_before: re.Pattern[str], text: str) -> bool:
+    return _last_match_end(pattern, veto_before, text) >= 0
+
+
+def _taken_back(rest: str) -> bool:
+    """True when the text after a correction withdraws it (a retraction, or praise)."""
+    if any(key in rest for key in _RETRACTION_KEYS) and _RETRACTION.search(rest) is not None:
         return True
-    return False
+    return _is_reinforcement(rest)
 
 
 def _is_correction(text: str) -> bool:
     keys = _CORRECTION_KEYS_EN if text.isascii() else _CORRECTION_KEYS_ALL
     for key in keys:
         if key in text:
-            return _matches(_CORRECTION, _CORRECTION_VETO_BEFORE, text)
+            end = _last_match_end(_CORRECTION, _CORRECTION_VETO_BEFORE, text)
+            return end >= 0 and not _taken_back(text[end:])
     return False
 
 

@@ -10,11 +10,20 @@ Every fake keeps its state on the instance, never on the class.
 - :class:`FakeOpenAIServer`: a real HTTP server on 127.0.0.1 speaking the OpenAI
   chat-completions protocol with scripted replies, and the embeddings protocol
   (``hashed_embedding`` by default), for end-to-end tests of the real client code path.
+  ``handler=`` answers chat requests by their content (e.g. the agent's calls apart from
+  memfold's, see :func:`is_extraction_request`), and
+  :func:`reject_json_schema_like_llama_cpp` answers like llama-cpp-python's server.
 """
 
 from __future__ import annotations
 
-from memfold.llm.fake_server import FakeOpenAIServer, FakeReply, hashed_embedding
+from memfold.llm.fake_server import (
+    FakeOpenAIServer,
+    FakeReply,
+    hashed_embedding,
+    is_extraction_request,
+    reject_json_schema_like_llama_cpp,
+)
 from memfold.llm.scripted import ScriptedChatModel
 from memfold.queue.clock import FakeClock
 from memfold.store.inmemory import InMemoryStore
@@ -26,4 +35,6 @@ __all__ = [
     "InMemoryStore",
     "ScriptedChatModel",
     "hashed_embedding",
+    "is_extraction_request",
+    "reject_json_schema_like_llama_cpp",
 ]

@@ -40,6 +40,7 @@ __all__ = [
     "MAX_COMMIT_ATTEMPTS",
     "UpdateResult",
     "Updater",
+    "log_dropped",
     "retry_on_conflict",
 ]
 
@@ -147,8 +148,17 @@ class Updater:
     def now(self) -> datetime:
         return self._now()
 
-    def apply_context(self, now: datetime, thread_id: str, signals: Signals) -> ApplyContext:
-        """The context ``apply`` runs in for an extraction from ``thread_id``."""
+    def apply_context(
+        self,
+        now: datetime,
+        thread_id: str,
+        signals: Signals,
+        *,
+        instructions: tuple[str, ...] = (),
+        turns: tuple[Message, ...] | None = None,
+    ) -> ApplyContext:
+        """The context ``apply`` runs in for an extraction from ``thread_id`` of
+        ``turns`` with a prompt of ``instructions`` (the guards' evidence)."""
         return ApplyContext(
             now=now,
             thread_id=thread_id,
@@ -156,6 +166,8 @@ class Updater:
             max_facts=self._max_facts,
             confidence_threshold=self._threshold,
             scrub=self._redactor,
+            instructions=instructions,
+            turns=turns,
         )
 
     def run_batch(self, scope: Scope, works: Sequence[ThreadWork]) -> BatchResult:
@@ -355,8 +367,13 @@ class Updater:
                 )  # fmt: skip
             now = self._now()
             applied = apply(
-                current, extraction.change_set, self.apply_context(now, thread_id, signals)
+                current,
+                extraction.change_set,
+                self.apply_context(
+                    now, thread_id, signals, instructions=extraction.instructions, turns=new
+                ),
             )
+            log_dropped(scope, applied.changes)
             result_doc = watermark.advance(applied.document, thread_id, seen, iso(now))
             if not applied.changed and _same_watermark(current, result_doc, thread_id):
                 return UpdateResult(
@@ -485,6 +502,22 @@ def _chunk(messages: Sequence[Message], start: int, end: int) -> tuple[Message, 
     if start > 0 and messages[start - 1].role == "assistant":
         return (messages[start - 1], *messages[start:end])
     return tuple(messages[start:end])
+
+
+def log_dropped(scope: Scope, changes: Sequence[Change]) -> None:
+    """One line for what apply declined, by reason (no content: it is the user's)."""
+    reasons: dict[str, int] = {}
+    for change in changes:
+        if change.kind == "skipped" and not change.reason.startswith("duplicate of"):
+            key = change.reason.split(":")[0]
+            reasons[key] = reasons.get(key, 0) + 1
+    if reasons:
+        logger.info(
+            "update for %s: %d proposed item(s) not applied: %s",
+            scope,
+            sum(reasons.values()),
+            "; ".join(f"{reason} ({count})" for reason, count in reasons.items()),
+        )
 
 
 def _same_watermark(before: MemoryDocument, after: MemoryDocument, thread_id: str) -> bool:

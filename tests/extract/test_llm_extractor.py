@@ -191,3 +191,51 @@ def test_template_with_unknown_placeholder_fails_at_construction(tmp_path: Path)
     (tmp_path / "extraction_user.txt").write_text("$memory $conversation $secret")
     with pytest.raises(ConfigError, match=r"extraction_user\.txt"):
         LLMExtractor(ScriptedChatModel(), templates_dir=tmp_path)
+
+
+def _values(node: object) -> list[object]:
+    """Every leaf value of the schema that is not a type, a name or a structure keyword."""
+    if isinstance(node, dict):
+        out: list[object] = []
+        for key, value in node.items():
+            if key in ("example", "examples", "default", "const", "description"):
+                out.append(value)
+            out.extend(_values(value))
+        return out
+    if isinstance(node, list):
+        return [v for item in node for v in _values(item)]
+    return []
+
+
+def test_prompt_and_schema_hold_nothing_a_model_can_copy_into_a_valid_reply() -> None:
+    # local-models defect 3: every removal a 0.5B model sent was the prompt's example
+    # ("f3", "...", replacedBy 0), and summaries were stored as its literal "..."
+    extractor = LLMExtractor(ScriptedChatModel())
+    system = extractor.system_prompt
+    fixed_user = extractor.prompt(request("", ""))[0][1].content
+    for text in (system, fixed_user):
+        assert re.search(r"\bf\d+\b", text) is None, "a literal fact ref"
+        assert "..." not in text, "a placeholder"
+        assert "…" not in text, "a placeholder"
+        assert re.search(r"[{\[]\s*\"", text) is None, "a JSON example"
+    assert _values(EXTRACTION_SCHEMA) == []
+
+
+def test_schema_bounds_the_reply_and_forbids_unknown_keys() -> None:
+    assert EXTRACTION_SCHEMA["additionalProperties"] is False
+    properties = EXTRACTION_SCHEMA["properties"]
+    assert properties["newFacts"]["maxItems"] == properties["factsToRemove"]["maxItems"] == 10
+    assert EXTRACTION_SCHEMA["required"] == ["newFacts", "factsToRemove"]
+
+
+def test_extraction_carries_the_prompts_own_text_for_the_echo_guard() -> None:
+    extraction = LLMExtractor(ScriptedChatModel([EMPTY_REPLY])).propose(request("a", "b"))
+    assert extraction.instructions[0].startswith("You keep a long-term profile")
+    assert "Reply with the JSON object only." in extraction.instructions[1]
+
+
+def test_unusable_reply_keeps_its_usage_on_the_error() -> None:
+    model = ScriptedChatModel([Completion("no JSON here", Usage(500, 7))])
+    with pytest.raises(ExtractionError) as info:
+        LLMExtractor(model).propose(request("a", "b"))
+    assert info.value.usage == Usage(500, 7)

@@ -210,23 +210,95 @@ def test_replaced_by_of_wrong_type_disables_removals() -> None:
     assert not changes.removals_allowed
 
 
-def test_summary_with_empty_text_is_dropped() -> None:
+def test_summary_with_empty_text_is_dropped_and_counted_but_keeps_removals() -> None:
     text = reply(history={"recentMonths": {"shouldUpdate": True, "summary": ""}}, newFacts=[fact()])
     changes = parse_reply(text, refs=REFS)
     assert changes.summaries == ()
-    assert not changes.removals_allowed
+    assert changes.removals_allowed
+    assert changes.dropped == ("history.recentMonths.summary is missing or empty",)
 
 
-def test_top_level_section_of_wrong_type_disables_removals() -> None:
-    text = json.dumps({"user": "none", "newFacts": [fact()], "factsToRemove": [{"ref": "f1"}]})
+def test_summary_section_of_wrong_type_drops_only_that_section() -> None:
+    # 0.1.0: "recentMonths": [] disabled every removal of the reply (local-models defect 5)
+    text = reply(
+        user={"workContext": {"shouldUpdate": True, "summary": "Nurse in Oslo", "scope": "user",
+                              "durability": "durable"}},
+        history={"recentMonths": []},
+        newFacts=[fact("Lives in Oslo")],
+        factsToRemove=[{"ref": "f1", "reason": "moved to Oslo", "replacedBy": 0}],
+    )  # fmt: skip
+    changes = parse_reply(text, refs=REFS)
+    assert [s.section for s in changes.summaries] == ["workContext"]
+    assert changes.removals_allowed
+    assert [r.fact_id for r in changes.removals] == ["fact_aaaa"]
+    assert changes.dropped == ("history.recentMonths is list, not an object",)
+
+
+def test_top_level_summary_group_of_wrong_type_drops_only_the_group() -> None:
+    text = json.dumps(
+        {"user": ["none"], "newFacts": [fact()], "factsToRemove": [{"ref": "f1", "reason": "x"}]}
+    )
+    changes = parse_reply(text, refs=REFS)
+    assert len(changes.new_facts) == 1
+    assert changes.removals_allowed
+    assert changes.dropped == ("user is list, not an object",)
+
+
+def test_invalid_fact_still_disables_removals() -> None:
+    text = reply(newFacts=[fact(), fact(confidence="high")], factsToRemove=[{"ref": "f1"}])
     changes = parse_reply(text, refs=REFS)
     assert len(changes.new_facts) == 1
     assert not changes.removals_allowed
+    assert len(changes.dropped) == 1
 
 
-def test_reply_with_only_invalid_items_raises() -> None:
-    with pytest.raises(ExtractionError, match="no usable item"):
-        parse_reply(json.dumps({"newFacts": "none"}), refs=REFS)
+def test_reply_with_only_invalid_items_is_an_empty_change_set_not_an_error() -> None:
+    changes = parse_reply(json.dumps({"newFacts": "none"}), refs=REFS)
+    assert changes.is_empty
+    assert not changes.removals_allowed
+    assert changes.dropped == ("newFacts is str, not a list",)
+
+
+def test_removals_that_are_only_bare_strings_are_an_ok_no_op() -> None:
+    # 0.1.0 raised ExtractionError ("no usable item"), so the queue retried it three times
+    changes = parse_reply(reply(factsToRemove=["f1", "f2"]), refs=REFS)
+    assert changes.is_empty
+    assert len(changes.dropped) == 2
+
+
+def test_decoy_object_before_the_reply_does_not_hide_it() -> None:
+    text = 'Example: {"user": "alice"}\nHere is my answer:\n' + reply(
+        newFacts=[fact("Lives in Oslo")]
+    )
+    changes = parse_reply(text, refs=REFS)
+    assert [f.content for f in changes.new_facts] == ["Lives in Oslo"]
+    assert changes.dropped == ()
+
+
+def test_a_mistyped_object_is_used_when_no_well_typed_one_follows() -> None:
+    text = json.dumps({"newFacts": {"content": "x"}, "factsToRemove": []})
+    changes = parse_reply(text, refs=REFS)
+    assert changes.dropped == ("newFacts is dict, not a list",)
+
+
+def test_raw_newlines_and_tabs_inside_strings_are_accepted() -> None:
+    # grammar-constrained output holds them; 0.1.0 rejected the reply (local-models defect 6)
+    text = (
+        '{"newFacts": [{"content": "Works as a nurse\n\tin Oslo", "category": "context",'
+        ' "confidence": 0.9, "scope": "user", "durability": "durable"}], "factsToRemove": []}'
+    )
+    assert "\n" in text
+    changes = parse_reply(text, refs=REFS)
+    assert changes.new_facts[0].content == "Works as a nurse\n\tin Oslo"
+    assert changes.removals_allowed
+
+
+def test_unknown_ref_is_counted_but_does_not_disable_removals() -> None:
+    text = reply(factsToRemove=[{"ref": "f9", "reason": "gone"}, {"ref": "f1", "reason": "gone"}])
+    changes = parse_reply(text, refs=REFS)
+    assert [r.fact_id for r in changes.removals] == ["fact_aaaa"]
+    assert changes.removals_allowed
+    assert changes.dropped == ("factsToRemove[0].ref='f9' names no listed fact",)
 
 
 def test_empty_lists_are_a_clean_empty_change_set() -> None:
@@ -301,3 +373,8 @@ def test_json_text_inside_a_fact_string_is_content_not_the_reply() -> None:
 @pytest.mark.parametrize(("value", "expected"), [("150%", 1.0), ("9500%", 1.0), ("95%", 0.95)])
 def test_percent_strings_above_100_percent_are_clamped(value: str, expected: float) -> None:
     assert normalise_confidence(value) == expected
+
+
+def test_source_error_is_dropped_from_facts_that_are_not_corrections() -> None:
+    item = fact("Speaks French", 0.9, category="knowledge", sourceError="Used English")
+    assert parse_reply(reply(newFacts=[item]), refs=REFS).new_facts[0].source_error is None

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -131,3 +133,114 @@ def test_factory_reports_missing_langchain_with_pip_hint(monkeypatch: pytest.Mon
     monkeypatch.setitem(sys.modules, "langchain.chat_models", None)
     with pytest.raises(ConfigError, match=r"pip install 'memfold\[langchain\]'"):
         make_chat_model(LLMConfig(provider="langchain", model="openai:gpt-4o-mini"))
+
+
+class SlowFake(GenericFakeChatModel):
+    """Sleeps before answering, like a provider that hangs."""
+
+    delay: float = 5.0
+
+    def invoke(self, input: Any, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(self.delay)
+        return super().invoke(input, *args, **kwargs)
+
+
+def slow(delay: float, *replies: str) -> SlowFake:
+    return SlowFake(messages=iter(replies or ("late",)), delay=delay)
+
+
+def test_call_timeout_bounds_a_hanging_langchain_model() -> None:
+    # S5: 0.1.0 applied no timeout to LangChain models: a model sleeping 8 s held the job 8.1 s
+    chat = LangChainChatModel(slow(5))
+    start = time.monotonic()
+    with pytest.raises(ChatModelError, match=r"extraction_timeout_seconds=0\.3s"):
+        chat.complete(HELLO, timeout=0.3)
+    assert time.monotonic() - start < 2
+    assert chat.hung_calls == 1
+
+
+def test_the_smaller_of_the_two_timeouts_fires_and_is_named() -> None:
+    chat = LangChainChatModel(slow(5), timeout=0.2)
+    with pytest.raises(ChatModelError, match=r"llm\.timeout_seconds=0\.2s; raise llm\.timeout"):
+        chat.complete(HELLO, timeout=30)
+
+
+def test_a_reply_within_the_timeout_comes_back() -> None:
+    chat = LangChainChatModel(slow(0.05, "in time"), timeout=5)
+    assert chat.complete(HELLO, timeout=5).text == "in time"
+    assert chat.hung_calls == 0
+
+
+def test_errors_inside_the_timed_call_are_still_chat_model_errors() -> None:
+    with pytest.raises(ChatModelError, match="LangChainChatModel"):
+        LangChainChatModel(fake(), timeout=5).complete(HELLO, timeout=5)
+
+
+def test_a_hung_call_that_returns_later_frees_its_slot() -> None:
+    chat = LangChainChatModel(slow(0.4), timeout=0.1)
+    with pytest.raises(ChatModelError):
+        chat.complete(HELLO)
+    assert chat.hung_calls == 1
+    deadline = time.monotonic() + 5
+    while chat.hung_calls and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert chat.hung_calls == 0
+
+
+def test_too_many_hung_calls_fail_at_once_instead_of_piling_up_threads() -> None:
+    chat = LangChainChatModel(slow(3, "a", "b", "c"), timeout=0.1, max_hung_calls=2)
+    for _ in range(2):
+        with pytest.raises(ChatModelError, match="no reply within"):
+            chat.complete(HELLO)
+    start = time.monotonic()
+    with pytest.raises(ChatModelError, match="2 earlier call"):
+        chat.complete(HELLO)
+    assert time.monotonic() - start < 0.05
+
+
+def test_memory_update_with_a_hanging_langchain_model_gives_up_on_time(tmp_path: Path) -> None:
+    from memfold import Memory, MemoryConfig
+
+    config = MemoryConfig(home=tmp_path, extraction_timeout_seconds=0.3)
+    with Memory(config, chat_model=LangChainChatModel(slow(5))) as memory:
+        start = time.monotonic()
+        with pytest.raises(ChatModelError, match="extraction_timeout_seconds"):
+            memory.update(
+                [("user", "I use Go at work."), ("assistant", "Nice.")], thread_id="t", user_id="u"
+            )
+        assert time.monotonic() - start < 2
+
+
+def test_factory_gives_langchain_models_the_configured_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import langchain.chat_models
+
+    made: dict[str, Any] = {}
+
+    def init_chat_model(model: str, **kwargs: Any) -> GenericFakeChatModel:
+        made.update(kwargs, model=model)
+        return fake("x")
+
+    monkeypatch.setattr(langchain.chat_models, "init_chat_model", init_chat_model)
+    chat = make_chat_model(LLMConfig(provider="langchain", model="m:x", timeout_seconds=7))
+    assert isinstance(chat, LangChainChatModel)
+    assert chat.timeout == 7
+    assert made == {"model": "m:x", "temperature": 0.0}
+
+
+def test_timeout_and_hung_call_limit_are_validated() -> None:
+    with pytest.raises(ValueError, match="timeout=0"):
+        LangChainChatModel(fake("x"), timeout=0)
+    with pytest.raises(ValueError, match="max_hung_calls=0"):
+        LangChainChatModel(fake("x"), max_hung_calls=0)
+
+
+def test_the_schema_is_written_into_the_system_message() -> None:
+    model = RecordingFake(messages=iter(["ok"]))
+    LangChainChatModel(model).complete(HELLO, json_schema={"type": "object"}, timeout=1)
+    system = model.seen[0][0].content
+    assert isinstance(system, str)
+    assert system.startswith("rules")
+    assert '{"type":"object"}' in system
+    assert [m.content for m in model.seen[0][1:]] == ["hi", "yo"]

@@ -1,16 +1,21 @@
 """Tolerant parsing of an extraction reply into a :class:`ChangeSet`.
 
-The reply is the first JSON object that has at least one of the top-level keys ``user``,
-``history``, ``newFacts``, ``factsToRemove``, wherever it sits: after a ``<think>`` trace,
-inside ``` fences, between prose, or as a JSON string holding the object. Within it, each
-invalid item is dropped on its own and the rest is kept. Removals are allowed only when
-nothing was dropped and every value had the right type, because a half-understood reply
-must not delete memory.
+The reply is the first JSON object whose top-level keys ``user``, ``history``,
+``newFacts``, ``factsToRemove`` (at least one) have the right types, wherever it sits:
+after a ``<think>`` trace, inside ``` fences, between prose (after a decoy such as
+``Example: {"user": "alice"}``), or as a JSON string holding the object. Within it, each
+invalid item is dropped on its own (and listed in ``ChangeSet.dropped``) and the rest is
+kept. Removals are allowed only when no fact or removal was dropped and each had the right
+types, because a half-understood reply must not delete memory; a slip in a summary section
+(``"recentMonths": []``) drops that section only. A reply whose every item was invalid is
+an empty change set, not an error: the model answered, and asking again would not help.
 
 What small local models get wrong in the syntax is accepted only where the meaning stays
 unambiguous: trailing commas and ``//`` or ``/* */`` comments outside strings are skipped
-(and do not count against removals). Single-quoted strings, Python literals (``True``,
-``None``), unquoted keys and truncated objects are not repaired: the reply is unusable.
+(and do not count against removals), and raw newlines or tabs inside strings (which
+grammar-constrained output holds) are read as text. Single-quoted strings, Python literals
+(``True``, ``None``), unquoted keys and truncated objects are not repaired: the reply is
+unusable.
 """
 
 from __future__ import annotations
@@ -127,9 +132,26 @@ def _lenient_object(text: str, start: int) -> Any:
     else:
         return None
     try:
-        return json.loads("".join(out))
+        return json.loads("".join(out), strict=False)
     except ValueError:
         return None
+
+
+_REPLY_TYPES: dict[str, type] = {
+    "user": dict,
+    "history": dict,
+    "newFacts": list,
+    "factsToRemove": list,
+}
+
+
+def _well_typed(value: dict[str, Any]) -> bool:
+    """Every reply key present holds the right kind of value (null counts as absent)."""
+    return all(
+        value[key] is None or isinstance(value[key], kind)
+        for key, kind in _REPLY_TYPES.items()
+        if key in value
+    )
 
 
 def _find_object(text: str) -> dict[str, Any] | None:
@@ -141,13 +163,14 @@ def _find_object(text: str) -> dict[str, Any] | None:
     if stripped.startswith('"'):
         # The whole reply is a JSON string that holds the object (double-encoded).
         try:
-            inner = json.loads(stripped)
+            inner = json.loads(stripped, strict=False)
         except ValueError:
             inner = None
         if isinstance(inner, str):
             return _find_object(inner)
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(strict=False)  # grammar output has raw newlines in strings
     repairable = _REPAIRABLE.search(text) is not None
+    first: dict[str, Any] | None = None
     start = text.find("{")
     while start != -1:
         try:
@@ -155,26 +178,86 @@ def _find_object(text: str) -> dict[str, Any] | None:
         except ValueError:
             value = _lenient_object(text, start) if repairable else None
         if isinstance(value, dict) and any(key in value for key in REPLY_KEYS):
-            return value
+            if _well_typed(value):
+                return value
+            first = first or value  # its problems are reported if nothing better follows
         start = text.find("{", start + 1)
+    return first
+
+
+#: How many cut points a truncated reply is tried at, last first.
+_SALVAGE_TRIES = 64
+
+
+def _salvage(text: str) -> dict[str, Any] | None:
+    """The complete items of a reply the model stopped writing midway (it ran out of output
+    tokens): the last unclosed object, up to its last closed object or list, with its open
+    brackets closed. Anything cut inside an item is left out."""
+    text = _THINKING.sub(" ", text)
+    start = -1
+    stack: list[str] = []
+    cuts: list[tuple[int, str]] = []  # (end, closers) after each closed inner object or list
+    in_string = escaped = False
+    for i, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif not stack:
+            if char == "{":  # a new candidate; what came before was prose or closed
+                start, cuts = i, []
+                stack.append("}")
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]":
+            if stack.pop() != char:
+                return None
+            if stack:
+                cuts.append((i + 1, "".join(reversed(stack))))
+            else:
+                start, cuts = -1, []  # it closed after all: not the truncated reply
+    if start == -1:
+        return None
+    decoder = json.JSONDecoder(strict=False)
+    for end, closers in reversed(cuts[-_SALVAGE_TRIES:]):
+        try:
+            value = decoder.decode(text[start:end] + closers)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and any(key in value for key in REPLY_KEYS):
+            return value
     return None
 
 
 class _Problems:
-    """Collects what was dropped or mistyped; any entry forbids removals."""
+    """Collects what was dropped or mistyped. A problem in a fact or a removal forbids
+    removals; one in a summary section (``soft``) drops only that section."""
 
     def __init__(self) -> None:
         self.items: list[str] = []
+        self.blocking = False
 
-    def add(self, what: str) -> None:
+    def add(self, what: str, *, soft: bool = False) -> None:
         self.items.append(what)
+        self.blocking = self.blocking or not soft
 
     def __bool__(self) -> bool:
         return bool(self.items)
 
 
 def _label(
-    item: Mapping[str, Any], key: str, allowed: Mapping[str, Any], where: str, problems: _Problems
+    item: Mapping[str, Any],
+    key: str,
+    allowed: Mapping[str, Any],
+    where: str,
+    problems: _Problems,
+    *,
+    soft: bool = False,
 ) -> tuple[bool, Any]:
     """(ok, value): a missing label is None (apply rejects it), an unknown one is invalid."""
     raw = item.get(key)
@@ -182,7 +265,7 @@ def _label(
         return True, None
     if isinstance(raw, str) and raw.strip().lower() in allowed:
         return True, allowed[raw.strip().lower()]
-    problems.add(f"{where}.{key}={raw!r} is not one of {', '.join(allowed)}")
+    problems.add(f"{where}.{key}={raw!r} is not one of {', '.join(allowed)}", soft=soft)
     return False, None
 
 
@@ -193,7 +276,7 @@ def _summaries(data: Mapping[str, Any], problems: _Problems) -> list[SummaryUpda
         if raw_group is None:
             continue
         if not isinstance(raw_group, Mapping):
-            problems.add(f"{group} is {type(raw_group).__name__}, not an object")
+            problems.add(f"{group} is {type(raw_group).__name__}, not an object", soft=True)
             continue
         for name in sections:
             item = raw_group.get(name)
@@ -201,20 +284,22 @@ def _summaries(data: Mapping[str, Any], problems: _Problems) -> list[SummaryUpda
             if item is None:
                 continue
             if not isinstance(item, Mapping):
-                problems.add(f"{where} is {type(item).__name__}, not an object")
+                problems.add(f"{where} is {type(item).__name__}, not an object", soft=True)
                 continue
             should = item.get("shouldUpdate", "summary" in item)
             if not isinstance(should, bool):
-                problems.add(f"{where}.shouldUpdate={should!r} is not true/false")
+                problems.add(f"{where}.shouldUpdate={should!r} is not true/false", soft=True)
                 continue
             if not should:
                 continue
             summary = item.get("summary")
             if not isinstance(summary, str) or not summary.strip():
-                problems.add(f"{where}.summary is missing or empty")
+                problems.add(f"{where}.summary is missing or empty", soft=True)
                 continue
-            ok_scope, scope = _label(item, "scope", _SCOPES, where, problems)
-            ok_dur, durability = _label(item, "durability", _DURABILITIES, where, problems)
+            ok_scope, scope = _label(item, "scope", _SCOPES, where, problems, soft=True)
+            ok_dur, durability = _label(
+                item, "durability", _DURABILITIES, where, problems, soft=True
+            )
             if ok_scope and ok_dur:
                 out.append(SummaryUpdate(name, summary.strip(), scope, durability))
     return out
@@ -244,9 +329,12 @@ def _new_fact(item: Any, where: str, problems: _Problems) -> NewFact | None:
     ok_dur, durability = _label(item, "durability", _DURABILITIES, where, problems)
     if not (ok_scope and ok_dur):
         return None
+    category = category.strip().lower()
+    if category != "correction":
+        source_error = None  # what the assistant got wrong belongs to corrections only
     return NewFact(
         content=content.strip(),
-        category=category.strip().lower(),
+        category=category,
         confidence=confidence,
         source_error=(source_error or "").strip() or None,
         scope=scope,
@@ -266,18 +354,28 @@ def _resolve_ref(raw: object, refs: Mapping[str, str]) -> str | None:
     return text if text in refs.values() else None
 
 
-def parse_reply(text: str | list[Any], *, refs: Mapping[str, str]) -> ChangeSet:
+def parse_reply(
+    text: str | list[Any], *, refs: Mapping[str, str], truncated: bool = False
+) -> ChangeSet:
     """Parse a model's extraction reply (a string or a list of content blocks).
 
     ``refs`` maps the prompt's fact refs (``f1``...) to real fact ids; removals of unknown
-    refs are ignored, ``replacedBy`` is re-indexed to the kept new facts.
+    refs are ignored, ``replacedBy`` is re-indexed to the kept new facts. ``truncated``
+    says the model stopped at its output-token limit: an unclosed reply then keeps its
+    complete items (and may remove nothing).
 
     Raises:
-        ExtractionError: no JSON object with a reply key was found, or the object held
-            problems and nothing usable (carries the truncated raw text).
+        ExtractionError: no JSON object with a reply key was found (carries the truncated
+            raw text). A reply whose items are all invalid is an empty change set.
     """
     raw = flatten_content(text)
     data = _find_object(raw)
+    problems = _Problems()
+    if truncated and (data is None or not _well_typed(data)):
+        salvaged = _salvage(raw)
+        if salvaged is not None and (data is None or _well_typed(salvaged)):
+            data = salvaged
+            problems.add("the reply was cut at the output-token limit; kept its complete items")
     if data is None:
         what = "an empty reply" if not raw.strip() else f"a {len(raw)}-char reply"
         raise ExtractionError(
@@ -285,7 +383,6 @@ def parse_reply(text: str | list[Any], *, refs: Mapping[str, str]) -> ChangeSet:
             "the model did not follow the output format",
             raw=raw,
         )
-    problems = _Problems()
     summaries = _summaries(data, problems)
 
     new_facts: list[NewFact] = []
@@ -317,7 +414,7 @@ def parse_reply(text: str | list[Any], *, refs: Mapping[str, str]) -> ChangeSet:
             continue
         fact_id = _resolve_ref(item.get("ref"), refs)
         if fact_id is None:
-            log.debug("%s: ignoring unknown ref %r", where, item.get("ref"))
+            problems.add(f"{where}.ref={item.get('ref')!r} names no listed fact", soft=True)
             continue
         if fact_id in seen:
             continue
@@ -338,17 +435,15 @@ def parse_reply(text: str | list[Any], *, refs: Mapping[str, str]) -> ChangeSet:
 
     if problems:
         log.warning(
-            "extraction reply: dropped or mistyped %d item(s), removals disabled: %s",
+            "extraction reply: dropped or mistyped %d item(s)%s: %s",
             len(problems.items),
+            ", removals disabled" if problems.blocking else "",
             "; ".join(problems.items[:5]),
         )
-        if not (summaries or new_facts or removals):
-            raise ExtractionError(
-                "the model's reply had no usable item: " + "; ".join(problems.items[:5]), raw=raw
-            )
     return ChangeSet(
         summaries=tuple(summaries),
         new_facts=tuple(new_facts),
         removals=tuple(removals),
-        removals_allowed=not problems,
+        removals_allowed=not problems.blocking,
+        dropped=tuple(problems.items),
     )

@@ -65,12 +65,14 @@ class FactRemoval:
 @dataclass(frozen=True, slots=True)
 class ChangeSet:
     """Everything one extraction proposes. ``removals`` apply only if ``removals_allowed``
-    (an LLM reply that did not parse cleanly may not delete anything)."""
+    (an LLM reply that did not parse cleanly may not delete anything). ``dropped`` says
+    what the parser could not use, one entry per item, so it is counted with the rest."""
 
     summaries: tuple[SummaryUpdate, ...] = ()
     new_facts: tuple[NewFact, ...] = ()
     removals: tuple[FactRemoval, ...] = ()
     removals_allowed: bool = True
+    dropped: tuple[str, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -106,8 +108,12 @@ class ExtractionRequest:
 
 @dataclass(frozen=True, slots=True)
 class Extraction:
+    """A change set, what it cost, and the prompt's fixed instructions (so ``apply`` can
+    tell an echo of them from content; empty for extractors without a prompt)."""
+
     change_set: ChangeSet
     usage: Usage = field(default_factory=Usage)
+    instructions: tuple[str, ...] = ()
 
 
 @runtime_checkable

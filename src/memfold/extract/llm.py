@@ -17,7 +17,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from memfold.errors import ConfigError
+from memfold.errors import ConfigError, ExtractionError
 from memfold.extract._parse import parse_reply
 from memfold.extract.base import Extraction, ExtractionRequest, Usage
 from memfold.extract.view import DEFAULT_VIEW_MAX_FACTS, DEFAULT_VIEW_MAX_TOKENS, select_facts
@@ -49,57 +49,67 @@ MAX_MESSAGE_CHARS = 1000
 #: What the chat format adds per message (role and separators), in OpenAI's accounting.
 _CHAT_TOKENS_PER_MESSAGE = 4
 
-_SUMMARY_ITEM: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "shouldUpdate": {"type": "boolean"},
-        "summary": {"type": "string"},
+#: Most items one reply may hold (a grammar-constrained model cannot loop on forever).
+MAX_REPLY_ITEMS = 10
+_LABELS: dict[str, Any] = {
+    "scope": {"$ref": "#/$defs/scope"},
+    "durability": {"$ref": "#/$defs/durability"},
+}
+_SUMMARY: dict[str, Any] = {"$ref": "#/$defs/summary"}
+
+
+def _strict(properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+def _list_of(properties: dict[str, Any], required: Sequence[str]) -> dict[str, Any]:
+    return {"type": "array", "maxItems": MAX_REPLY_ITEMS, "items": _strict(properties, required)}
+
+
+def _sections(names: Sequence[str]) -> dict[str, Any]:
+    properties = dict.fromkeys(names, _SUMMARY)
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+_FACT: dict[str, Any] = {
+    "content": {"type": "string"},
+    "category": {"type": "string"},
+    "confidence": {"type": "number"},
+    "sourceError": {"type": ["string", "null"]},
+    **_LABELS,
+}
+_REMOVAL: dict[str, Any] = {
+    "ref": {"type": "string"},
+    "reason": {"type": "string"},
+    "replacedBy": {"type": ["integer", "null"]},
+}
+#: JSON schema of the reply, passed to models that support structured output (and written
+#: into the prompt for those that do not). It describes the shape only: no example values.
+EXTRACTION_SCHEMA: dict[str, Any] = {
+    "$defs": {
         "scope": {"enum": ["user", "task"]},
         "durability": {"enum": ["durable", "temporary"]},
+        "summary": _strict(
+            {"shouldUpdate": {"type": "boolean"}, "summary": {"type": "string"}, **_LABELS},
+            ["shouldUpdate", "summary", "scope", "durability"],
+        ),
     },
-    "required": ["shouldUpdate"],
-}
-#: JSON schema of the reply, passed to models that support structured output.
-EXTRACTION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "user": {
-            "type": "object",
-            "properties": dict.fromkeys(USER_SECTIONS, _SUMMARY_ITEM),
+    **_strict(
+        {
+            "newFacts": _list_of(
+                _FACT, ["content", "category", "confidence", "scope", "durability"]
+            ),
+            "factsToRemove": _list_of(_REMOVAL, ["ref", "reason", "replacedBy"]),
+            "user": _sections(USER_SECTIONS),
+            "history": _sections(HISTORY_SECTIONS),
         },
-        "history": {
-            "type": "object",
-            "properties": dict.fromkeys(HISTORY_SECTIONS, _SUMMARY_ITEM),
-        },
-        "newFacts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "content": {"type": "string"},
-                    "category": {"type": "string"},
-                    "confidence": {"type": "number"},
-                    "sourceError": {"type": ["string", "null"]},
-                    "scope": {"enum": ["user", "task"]},
-                    "durability": {"enum": ["durable", "temporary"]},
-                },
-                "required": ["content", "category", "confidence", "scope", "durability"],
-            },
-        },
-        "factsToRemove": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "ref": {"type": "string"},
-                    "reason": {"type": "string"},
-                    "replacedBy": {"type": ["integer", "null"]},
-                },
-                "required": ["ref"],
-            },
-        },
-    },
-    "required": ["newFacts", "factsToRemove"],
+        ["newFacts", "factsToRemove"],
+    ),
 }
 
 _CORRECTION_HINT = (
@@ -284,7 +294,16 @@ class LLMExtractor:
             {"categories": ", ".join(categories)},
         )
         # Fail at construction, not mid-update, when an override has a bad placeholder.
-        _fill(self._user_template, USER_TEMPLATE, {"memory": "", "conversation": "", "hints": ""})
+        fixed_user = _fill(
+            self._user_template, USER_TEMPLATE, {"memory": "", "conversation": "", "hints": ""}
+        )
+        #: The prompt's own text, which a reply must not echo back as content.
+        self.instructions: tuple[str, ...] = (
+            self.system_prompt,
+            fixed_user,
+            _CORRECTION_HINT,
+            _REINFORCEMENT_HINT,
+        )
 
     def prompt(self, request: ExtractionRequest) -> tuple[list[ChatMessage], dict[str, str]]:
         """The messages :meth:`propose` sends, and the ref → fact id map for parsing."""
@@ -314,8 +333,18 @@ class LLMExtractor:
         completion = self.chat_model.complete(
             messages, json_schema=EXTRACTION_SCHEMA, timeout=self.timeout
         )
-        change_set = parse_reply(completion.text, refs=refs)
-        return Extraction(change_set=change_set, usage=self._usage(messages, completion))
+        usage = self._usage(messages, completion)
+        try:
+            change_set = parse_reply(completion.text, refs=refs, truncated=completion.truncated)
+        except ExtractionError as exc:
+            # The request was paid for: its usage is counted all the same.
+            hint = (
+                "; the reply stopped at the output-token limit: raise llm.max_output_tokens"
+                if completion.truncated
+                else ""
+            )
+            raise ExtractionError(f"{exc}{hint}", raw=exc.raw, usage=usage) from exc
+        return Extraction(change_set=change_set, usage=usage, instructions=self.instructions)
 
     def request_tokens(self, request: ExtractionRequest) -> int | None:
         """Tokens of the prompt :meth:`propose` would send (None without a counter): its

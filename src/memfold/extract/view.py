@@ -40,12 +40,12 @@ _SLOT_WORDS: Final[dict[str, tuple[str, str]]] = {
         r"住|搬|定居|老家|家乡|城市|来自|在.{0,3}(?:市|省)",
     ),
     "work": (
-        r"work|works|working|worked|job|jobs|company|employer|employed|joined|join|startup|"
-        r"team|office|hired|quit|career|role|position|promoted|boss|manager|colleague\w*|"
-        r"freelance\w*|self-employed|retired|unemployed|engineer|developer|teacher|nurse|"
-        r"doctor|designer|student|founder|owner",
-        r"工作|上班|公司|单位|入职|离职|跳槽|职位|岗位|老板|团队|做.{0,4}的|是.{0,6}(?:师|员|生|经理)|"
-        r"退休|自由职业",
+        r"works? (?:at|for|as|in)|working (?:at|for|as)|worked (?:at|for|as)|job|jobs|"
+        r"company|employer|employed|joined|joining|startup|hired|quit|career|role|position|"
+        r"promoted|boss|colleagues?|freelance\w*|self-employed|retired|unemployed|engineer|"
+        r"developer|teacher|nurse|doctor|designer|founder|owner|intern",
+        r"工作|上班|公司|单位|入职|离职|跳槽|职位|岗位|老板|做.{0,4}的|是.{0,6}(?:师|员|生|经理)|"
+        r"在.{1,10}(?:做|当|上班)|经理|退休|自由职业",
     ),
     "name": (r"name|named|call|called", r"叫|名字|姓"),
     "diet": (

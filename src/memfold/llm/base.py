@@ -36,10 +36,14 @@ class ChatMessage:
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """A model's reply text and, when the provider reports it, the tokens it cost."""
+    """A model's reply text and, when the provider reports it, the tokens it cost.
+
+    ``truncated`` is True when the reply stopped at the output-token limit.
+    """
 
     text: str
     usage: Usage | None = None
+    truncated: bool = False
 
 
 class ChatModelError(MemfoldError):
@@ -49,10 +53,19 @@ class ChatModelError(MemfoldError):
     queue retries the others with backoff.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = True) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = True,
+        usage: Usage | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        #: What the failed call still cost, when the provider said (e.g. an empty reply).
+        self.usage = usage
 
 
 @runtime_checkable

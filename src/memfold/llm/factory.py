@@ -31,6 +31,8 @@ def make_chat_model(llm: LLMConfig) -> ChatModel:
             max_retries=llm.max_retries,
             temperature=llm.temperature,
             json_mode=llm.json_mode,
+            response_format=llm.response_format,
+            max_output_tokens=llm.max_output_tokens,
         )
     try:
         from langchain.chat_models import init_chat_model
@@ -55,4 +57,4 @@ def make_chat_model(llm: LLMConfig) -> ChatModel:
             "e.g. 'openai:gpt-4o-mini'",
             key="llm.model",
         ) from exc
-    return LangChainChatModel(model)
+    return LangChainChatModel(model, timeout=llm.timeout_seconds)

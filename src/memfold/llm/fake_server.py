@@ -6,6 +6,12 @@ that is not JSON, or a hang longer than the client's timeout. With
 ``reject_response_format=True`` it behaves like servers that refuse JSON mode: any request
 carrying ``response_format`` gets a 400 without consuming the script.
 
+A ``handler`` sees each chat request first (its JSON body as a dict) and may answer it (a
+:class:`FakeReply` or a string) or return None to leave it to the script; this tells
+apart calls that share a server, e.g. an agent's chat calls and memfold's extraction
+calls. :func:`reject_json_schema_like_llama_cpp` is a handler that answers ``json_schema``
+requests exactly as llama-cpp-python's server does.
+
 ``POST /v1/embeddings`` answers from ``embed`` (text → vector; by default a deterministic
 hash of the text's words, 64 dimensions), or with the next reply queued by
 ``script_embeddings`` (errors, hangs). Embedding requests are kept apart from chat ones
@@ -31,7 +37,17 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["FakeOpenAIServer", "FakeReply", "hashed_embedding"]
+from memfold.llm._formats import reset_negotiations
+
+__all__ = [
+    "LLAMA_CPP_JSON_SCHEMA_ERROR",
+    "FakeOpenAIServer",
+    "FakeReply",
+    "Handler",
+    "hashed_embedding",
+    "is_extraction_request",
+    "reject_json_schema_like_llama_cpp",
+]
 
 Embed = Callable[[str], Sequence[float]]
 _WORDS = re.compile(r"\w+")
@@ -102,6 +118,10 @@ class FakeReply:
         return cls(hang_seconds=seconds, body=FakeReply.text("{}").body)
 
 
+#: Answers a request (its JSON body) or returns None to leave it to the script.
+Handler = Callable[[dict[str, Any]], "FakeReply | str | None"]
+
+
 @dataclass
 class _State:
     script: deque[FakeReply] = field(default_factory=deque)
@@ -109,6 +129,7 @@ class _State:
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
     reject_response_format: bool = False
+    handler: Handler | None = None
     embed: Embed = hashed_embedding
     embedding_script: deque[FakeReply] = field(default_factory=deque)
     embedding_requests: list[dict[str, Any]] = field(default_factory=list)
@@ -136,7 +157,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with state.lock:
             state.requests.append(request)
-            if state.reject_response_format and "response_format" in request:
+            handler = state.handler
+        answer = _ask(handler, request)
+        with state.lock:
+            if answer is not None:
+                reply = answer
+            elif state.reject_response_format and "response_format" in request:
                 reply = FakeReply.error(400, "response_format is not supported by this server")
             elif state.script:
                 reply = state.script.popleft()
@@ -193,16 +219,80 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (timeout); nothing to answer
 
 
+def _ask(handler: Handler | None, request: dict[str, Any]) -> FakeReply | None:
+    if handler is None:
+        return None
+    try:
+        answer = handler(request)
+    except Exception as exc:  # a broken handler is a visible 500, not a hung client
+        return FakeReply.error(500, f"fake server handler raised {type(exc).__name__}: {exc}")
+    return FakeReply.text(answer) if isinstance(answer, str) else answer
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     state: _State
 
 
+#: The body llama-cpp-python's server (0.3.x) answers a ``json_schema`` response format
+#: with, as HTTP 500: a request-validation error that names ``response_format``.
+LLAMA_CPP_JSON_SCHEMA_ERROR = (
+    "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+    "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+    "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"/usr/lib/python3/"
+    'site-packages/llama_cpp/server/app.py", line 376, in create_chat_completion\n    '
+    "POST /v1/chat/completions"
+)
+
+
+def reject_json_schema_like_llama_cpp(request: dict[str, Any]) -> FakeReply | None:
+    """A handler that answers a ``json_schema`` request exactly as llama-cpp-python's
+    server does (HTTP 500, :data:`LLAMA_CPP_JSON_SCHEMA_ERROR`) and leaves every other
+    request, ``{"type": "json_object", "schema": ...}`` included, to the script."""
+    response_format = request.get("response_format")
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        body = {
+            "error": {
+                "message": LLAMA_CPP_JSON_SCHEMA_ERROR,
+                "type": "internal_server_error",
+                "param": None,
+                "code": None,
+            }
+        }
+        return FakeReply(status=500, body=json.dumps(body))
+    return None
+
+
+def is_extraction_request(request: dict[str, Any]) -> bool:
+    """True for a request memfold's LLM extractor sent (its reply schema is attached, or
+    a message holds the prompt's ``<conversation>`` section); False for, e.g., an agent's
+    own chat call to the same server."""
+    response_format = request.get("response_format")
+    if isinstance(response_format, dict):
+        named = response_format.get("json_schema")
+        if isinstance(named, dict) and named.get("name") == "memfold_reply":
+            return True
+        if "schema" in response_format:
+            return True
+    messages = request.get("messages")
+    if not isinstance(messages, list):
+        return False
+    return any(
+        isinstance(m, dict) and "<conversation>" in str(m.get("content", "")) for m in messages
+    )
+
+
 class FakeOpenAIServer:
     """Starts on a free port of 127.0.0.1; ``base_url`` ends in ``/v1``. Thread-safe."""
 
-    def __init__(self, *, reject_response_format: bool = False, embed: Embed | None = None) -> None:
-        self._state = _State(reject_response_format=reject_response_format)
+    def __init__(
+        self,
+        *,
+        reject_response_format: bool = False,
+        handler: Handler | None = None,
+        embed: Embed | None = None,
+    ) -> None:
+        self._state = _State(reject_response_format=reject_response_format, handler=handler)
         if embed is not None:
             self._state.embed = embed
         self._server: _Server | None = None
@@ -225,6 +315,8 @@ class FakeOpenAIServer:
             target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
         self._thread.start()
+        # A new server at this address: what an old one there accepted says nothing.
+        reset_negotiations(self.base_url)
 
     def stop(self) -> None:
         """Release hanging requests, stop serving and close the socket."""
@@ -252,6 +344,15 @@ class FakeOpenAIServer:
     def reject_response_format(self, value: bool) -> None:
         with self._state.lock:
             self._state.reject_response_format = value
+
+    @property
+    def handler(self) -> Handler | None:
+        return self._state.handler
+
+    @handler.setter
+    def handler(self, value: Handler | None) -> None:
+        with self._state.lock:
+            self._state.handler = value
 
     def script(self, *replies: FakeReply | str) -> None:
         """Queue replies; a plain string is a successful completion with that text."""

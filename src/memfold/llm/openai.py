@@ -1,18 +1,21 @@
 """An OpenAI-compatible chat model through the official ``openai`` SDK.
 
 Works with OpenAI and with servers that speak the same API (Ollama, vLLM, llama.cpp,
-LiteLLM, ...). JSON mode is used where the server accepts it: with ``json_mode="auto"``
-a request the server rejects because of ``response_format`` is retried once with a
-weaker mode (schema → JSON object → none), and the instance remembers not to send it again.
+LiteLLM, ...). The response format is negotiated (see ``memfold.llm._formats``): with
+``response_format="auto"`` each (base_url, model) is tried with ``json_schema``, then
+llama.cpp's ``json_object`` + schema, then ``json_object``, then plain text with the schema
+in the prompt, once per process; the first mode the server answers is remembered.
 
-Retries (``max_retries``: connection errors, 408, 409, 429, 5xx) happen here rather than in
-the SDK, so that one call, retries and their waits included, never outlasts its timeout.
+Two limits apply: ``timeout`` (``llm.timeout_seconds``) bounds one HTTP request, the
+``timeout`` passed to :meth:`OpenAIChatModel.complete` (``extraction_timeout_seconds`` for
+the extractor) bounds the whole call, negotiation and retries included. Retries
+(``max_retries``: connection errors, request timeouts, 408, 409, 429, 5xx) happen here
+rather than in the SDK, so that they respect both.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -20,34 +23,32 @@ from typing import TYPE_CHECKING, Any, Literal
 from memfold._openai_sdk import LOCAL_API_KEY, api_key_from_env, import_openai
 from memfold.config import mask_url
 from memfold.extract.base import Usage
+from memfold.llm._formats import (
+    Mode,
+    ResponseFormat,
+    format_kwargs,
+    is_rejection,
+    negotiation_for,
+)
 from memfold.llm.base import ChatMessage, ChatModelError, Completion, flatten_content
 
 if TYPE_CHECKING:
     import openai
 
-__all__ = ["LOCAL_API_KEY", "OpenAIChatModel"]
+__all__ = ["DEFAULT_MAX_OUTPUT_TOKENS", "LOCAL_API_KEY", "OpenAIChatModel"]
 
 log = logging.getLogger("memfold.llm")
 
+#: ``max_tokens`` sent with every request unless configured otherwise.
+DEFAULT_MAX_OUTPUT_TOKENS = 1500
 
 JsonMode = Literal["auto", "on", "off"]
-
-# Response-format levels, strongest first.
-_SCHEMA, _OBJECT, _NONE = 2, 1, 0
-# Words of an error about the requested output format. Plain "json" is not one of them: a
-# 400 "could not parse the JSON body" says nothing about response_format.
-_REJECTION_WORDS = (
-    "response_format",
-    "response format",
-    "json_schema",
-    "json schema",
-    "json_object",
-    "json mode",
-    "structured output",
-    "guided",
-    "grammar",
-)
-_REJECTION_STATUSES = frozenset({400, 422})
+_FROM_JSON_MODE: dict[str, ResponseFormat] = {
+    "auto": "auto",
+    "on": "json_schema",
+    "off": "text",
+}
+_RESPONSE_FORMATS = ("auto", "json_schema", "json_object_schema", "json_object", "text")
 _NOT_RETRYABLE = frozenset({400, 401, 403, 404, 422})
 _RETRY_STATUSES = frozenset({408, 409, 429})
 _MAX_RETRY_DELAY = 8.0
@@ -57,14 +58,36 @@ def _import_openai() -> Any:
     return import_openai("llm")
 
 
+def _response_format(json_mode: JsonMode | None, response_format: ResponseFormat) -> ResponseFormat:
+    if response_format not in _RESPONSE_FORMATS:
+        raise ValueError(
+            f"response_format={response_format!r}: use one of {', '.join(_RESPONSE_FORMATS)}"
+        )
+    if json_mode is None:
+        return response_format
+    if json_mode not in _FROM_JSON_MODE:
+        raise ValueError(f"json_mode={json_mode!r}: use 'auto', 'on' or 'off'")
+    mapped = _FROM_JSON_MODE[json_mode]
+    if response_format not in ("auto", mapped):
+        raise ValueError(
+            f"json_mode={json_mode!r} contradicts response_format={response_format!r}: "
+            "set only response_format"
+        )
+    return mapped
+
+
 class OpenAIChatModel:
     """A :class:`~memfold.llm.base.ChatModel` over ``/v1/chat/completions``.
 
     The API key is read from the environment variable named by ``api_key_env`` (never
     from configuration files); ``api_key_env=None`` is for local servers without keys.
+    ``response_format`` pins a mode instead of negotiating (``json_mode`` is the older
+    spelling: ``on`` = ``json_schema``, ``off`` = ``text``). ``max_output_tokens`` is sent
+    as ``max_tokens`` (None sends none), so a small model cannot run to its context limit.
 
     Raises:
         ConfigError: the ``openai`` package is missing, or the key variable is not set.
+        ValueError: an option is out of range.
     """
 
     def __init__(
@@ -76,27 +99,31 @@ class OpenAIChatModel:
         timeout: float = 60.0,
         max_retries: int = 2,
         temperature: float = 0.0,
-        json_mode: JsonMode = "auto",
+        json_mode: JsonMode | None = None,
+        response_format: ResponseFormat = "auto",
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         environ: Mapping[str, str] | None = None,
     ) -> None:
         if not model:
             raise ValueError("model must be a non-empty model name, e.g. 'gpt-4o-mini'")
-        if json_mode not in ("auto", "on", "off"):
-            raise ValueError(f"json_mode={json_mode!r}: use 'auto', 'on' or 'off'")
+        if not timeout > 0:
+            raise ValueError(f"timeout={timeout}: must be positive seconds")
+        if max_output_tokens is not None and max_output_tokens < 1:
+            raise ValueError(f"max_output_tokens={max_output_tokens}: must be at least 1")
+        self.response_format: ResponseFormat = _response_format(json_mode, response_format)
         sdk = _import_openai()
         api_key = api_key_from_env(api_key_env, "llm", environ)
         self.model = model
         self.base_url = base_url
         self.timeout = timeout
         self.temperature = temperature
-        self.json_mode: JsonMode = json_mode
         self.max_retries = max_retries
+        self.max_output_tokens = max_output_tokens
         # The SDK does not retry: its retries would not respect the per-call timeout.
         self._client: openai.OpenAI = sdk.OpenAI(
             base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0
         )
-        self._level_cap = _SCHEMA if json_mode != "off" else _NONE
-        self._lock = threading.Lock()
+        self._negotiation = negotiation_for(base_url, model, _where(self))
 
     def __repr__(self) -> str:
         base_url = mask_url(self.base_url)  # security: no credentials in reprs
@@ -113,9 +140,21 @@ class OpenAIChatModel:
         self._client.close()
 
     @property
+    def negotiated_mode(self) -> Mode | None:
+        """The response format this server last answered (None before the first reply)."""
+        return self._negotiation.working
+
+    @property
+    def json_mode(self) -> JsonMode:
+        """The older view of ``response_format``: ``off`` for text, ``on`` when pinned."""
+        if self.response_format == "auto":
+            return "auto"
+        return "off" if self.response_format == "text" else "on"
+
+    @property
     def json_mode_disabled(self) -> bool:
-        """True once the server rejected every ``response_format`` we tried."""
-        return self.json_mode != "off" and self._level_cap == _NONE
+        """True once negotiation fell back to plain text (the server rejected JSON modes)."""
+        return self.response_format == "auto" and self._negotiation.working == "text"
 
     def complete(
         self,
@@ -126,51 +165,51 @@ class OpenAIChatModel:
     ) -> Completion:
         """Send ``messages`` and return the reply text and token usage.
 
-        ``timeout`` (default: the instance's) bounds the whole call, retries included.
+        ``timeout`` (default: the instance's) bounds the whole call, negotiation and
+        retries included; each request is also bounded by the instance's ``timeout``.
 
         Raises:
-            ChatModelError: timeout, connection failure, rate limit, server or client error,
-                or a reply without text.
+            ChatModelError: a timeout (naming the limit that fired), connection failure,
+                rate limit, server or client error, or a reply without text.
         """
         sdk = _import_openai()
         wire = [{"role": m.role, "content": m.content} for m in messages]
-        wanted = _SCHEMA if json_schema is not None else _OBJECT
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-        retries = 0
+        budget = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + budget
+        candidates = self._negotiation.candidates(self.response_format)
+        tentative: list[Mode] = []  # refused with a bare 4xx: rejected once a weaker mode works
+        position = retries = 0
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise ChatModelError(
-                    f"{_where(self)}: no reply within the timeout; raise llm.timeout_seconds"
-                )
-            with self._lock:
-                level = min(wanted, self._level_cap)
-            kwargs: dict[str, Any] = {
-                "model": self.model,
-                "messages": wire,
-                "temperature": self.temperature,
-                "timeout": remaining,
-            }
-            if level == _SCHEMA and json_schema is not None:
-                kwargs["response_format"] = {
-                    "type": "json_schema",
-                    "json_schema": {"name": "memfold_reply", "schema": dict(json_schema)},
-                }
-            elif level >= _OBJECT:
-                kwargs["response_format"] = {"type": "json_object"}
+                raise _budget_error(self, budget)
+            mode = candidates[position]
+            per_request = min(self.timeout, remaining)
+            kwargs, sent = format_kwargs(mode, json_schema, wire)
+            kwargs.update(
+                model=self.model, messages=sent, temperature=self.temperature, timeout=per_request
+            )
+            if self.max_output_tokens is not None:
+                kwargs[self._negotiation.limit_key] = self.max_output_tokens
             try:
                 response = self._client.chat.completions.create(**kwargs)
             except sdk.APIStatusError as exc:
-                if level > _NONE and self.json_mode == "auto" and _rejects_format(exc):
-                    with self._lock:
-                        self._level_cap = min(self._level_cap, level - 1)
-                    log.info(
-                        "%s rejected response_format (%s); retrying without it",
-                        mask_url(self.base_url) or "the server",  # security: mask
-                        "json_schema" if level == _SCHEMA else "json_object",
-                    )
+                if self._negotiation.adopt_completion_limit(exc.status_code, str(exc)):
+                    continue
+                rejected, named = is_rejection(exc.status_code, str(exc))
+                if rejected and position + 1 < len(candidates):
+                    why = f"HTTP {exc.status_code}: {_short(str(exc), 160)}"
+                    if named:
+                        self._negotiation.reject([mode], why)
+                    else:
+                        tentative.append(mode)
+                    position += 1
                     continue
                 error: Exception = exc
+            except sdk.APITimeoutError as exc:
+                if per_request >= remaining:
+                    raise _budget_error(self, budget) from exc
+                error = exc
             except sdk.OpenAIError as exc:
                 error = exc
             except ValueError as exc:  # the SDK lets a body that is not JSON escape as-is
@@ -179,6 +218,9 @@ class OpenAIChatModel:
                     "is llm.base_url an OpenAI-compatible endpoint?"
                 ) from exc
             else:
+                if tentative:
+                    self._negotiation.reject(tentative, f"refused with HTTP 4xx, {mode} works")
+                self._negotiation.worked(mode, announce=self.response_format == "auto")
                 return _completion(response, self)
             delay = _retry_delay(sdk, error, retries)
             if (
@@ -192,10 +234,18 @@ class OpenAIChatModel:
             raise _translate(sdk, error, self) from error
 
 
+def _budget_error(model: OpenAIChatModel, budget: float) -> ChatModelError:
+    return ChatModelError(
+        f"{_where(model)}: no reply within the call's {budget:g}s budget "
+        "(extraction_timeout_seconds bounds one whole extraction, retries included); "
+        "raise extraction_timeout_seconds"
+    )
+
+
 def _retry_delay(sdk: Any, exc: Exception, retries: int) -> float | None:
     """Seconds to wait before retrying ``exc``, or None when a retry cannot help."""
     if isinstance(exc, sdk.APITimeoutError):
-        return None  # it used up the call's time budget
+        return 0.0  # one request hit llm.timeout_seconds; the call's budget has time left
     if isinstance(exc, sdk.APIStatusError):
         if exc.status_code not in _RETRY_STATUSES and exc.status_code < 500:
             return None
@@ -211,13 +261,6 @@ def _retry_delay(sdk: Any, exc: Exception, retries: int) -> float | None:
     return min(0.5 * 2.0**retries, _MAX_RETRY_DELAY)
 
 
-def _rejects_format(exc: Any) -> bool:
-    if exc.status_code not in _REJECTION_STATUSES:
-        return False
-    text = str(exc).lower()
-    return any(word in text for word in _REJECTION_WORDS)
-
-
 def _where(model: OpenAIChatModel) -> str:
     return f"model {model.model!r} at {mask_url(model.base_url) or 'api.openai.com'}"
 
@@ -225,7 +268,10 @@ def _where(model: OpenAIChatModel) -> str:
 def _translate(sdk: Any, exc: Exception, model: OpenAIChatModel) -> ChatModelError:
     where = _where(model)
     if isinstance(exc, sdk.APITimeoutError):
-        return ChatModelError(f"{where}: no reply within the timeout; raise llm.timeout_seconds")
+        return ChatModelError(
+            f"{where}: no reply within llm.timeout_seconds={model.timeout:g}s (the limit of "
+            "one request); raise llm.timeout_seconds"
+        )
     if isinstance(exc, sdk.APIConnectionError):
         return ChatModelError(f"{where}: cannot connect ({exc}); check llm.base_url")
     if isinstance(exc, sdk.RateLimitError):
@@ -233,6 +279,8 @@ def _translate(sdk: Any, exc: Exception, model: OpenAIChatModel) -> ChatModelErr
     if isinstance(exc, sdk.APIStatusError):
         status = int(exc.status_code)
         hint = {
+            400: _format_hint(model),
+            422: _format_hint(model),
             401: "; check the key in llm.api_key_env",
             403: "; the key lacks access to this model",
             404: "; check llm.model and llm.base_url",
@@ -243,6 +291,12 @@ def _translate(sdk: Any, exc: Exception, model: OpenAIChatModel) -> ChatModelErr
             retryable=status not in _NOT_RETRYABLE,
         )
     return ChatModelError(f"{where}: {type(exc).__name__}: {_short(str(exc))}")
+
+
+def _format_hint(model: OpenAIChatModel) -> str:
+    if model.response_format == "auto":
+        return ""
+    return f"; llm.response_format={model.response_format} is pinned: try auto"
 
 
 def _short(text: str, limit: int = 300) -> str:
@@ -259,8 +313,12 @@ def _completion(response: Any, model: OpenAIChatModel) -> Completion:
     if not text.strip():
         refusal = getattr(message, "refusal", None)
         reason = f"refused: {_short(str(refusal))}" if refusal else "the reply has no text"
-        raise ChatModelError(f"{_where(model)}: {reason}")
-    return Completion(text=text, usage=_usage(getattr(response, "usage", None)))
+        usage = _usage(getattr(response, "usage", None))
+        raise ChatModelError(f"{_where(model)}: {reason}", usage=usage)
+    finish = getattr(choices[0], "finish_reason", None)
+    return Completion(
+        text=text, usage=_usage(getattr(response, "usage", None)), truncated=finish == "length"
+    )
 
 
 def _usage(raw: Any) -> Usage | None:
