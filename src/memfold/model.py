@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -360,40 +361,41 @@ def _summary_from(data: Any, where: str) -> Summary:
     )
 
 
-_FACT_KEY_SET = frozenset(_FACT_KEYS)
 _NO_EXTRA: Mapping[str, Any] = MappingProxyType({})
 
 
+_ALL_FACT_FIELDS = operator.itemgetter(*_FACT_KEYS)
+
+
 def _fact_from(data: Any, where: str) -> Fact:
-    # The common case, checked in one expression: a fact memfold wrote itself (every
-    # field of its type, no unknown field). Anything else takes the checks below, which
-    # name what is wrong.
-    if type(data) is dict and data.keys() <= _FACT_KEY_SET:
-        get = data.get
-        fact_id, content, category = get("id"), get("content"), get("category", "context")
-        confidence, created, updated = (
-            get("confidence", 0.9),
-            get("createdAt", ""),
-            get("updatedAt", ""),
-        )
-        source, source_error = get("source"), get("sourceError")
-        if (
-            type(fact_id) is str
-            and fact_id
-            and type(content) is str
-            and type(category) is str
-            and category
-            and type(confidence) is float
-            and math.isfinite(confidence)
-            and type(created) is str
-            and type(updated) is str
-            and (source is None or type(source) is str)
-            and (source_error is None or type(source_error) is str)
-        ):
-            return Fact(
-                fact_id, content, category, confidence, created, updated, source,
-                source_error, _NO_EXTRA,
-            )  # fmt: skip
+    # The common case, checked in one expression: a fact as memfold writes it (its eight
+    # fields, each of its type, nothing else). Anything else takes the checks below,
+    # which name what is wrong.
+    if type(data) is dict and len(data) == len(_FACT_KEYS):
+        try:
+            fact_id, content, category, confidence, created, updated, source, error = (
+                _ALL_FACT_FIELDS(data)
+            )
+        except KeyError:
+            pass
+        else:
+            if (
+                type(fact_id) is str
+                and fact_id
+                and type(content) is str
+                and type(category) is str
+                and category
+                and type(confidence) is float
+                and math.isfinite(confidence)
+                and type(created) is str
+                and type(updated) is str
+                and (source is None or type(source) is str)
+                and (error is None or type(error) is str)
+            ):
+                return Fact(
+                    fact_id, content, category, confidence, created, updated, source, error,
+                    _NO_EXTRA,
+                )  # fmt: skip
     if not isinstance(data, Mapping):
         raise DocumentError(f"{where}: expected an object, got {type(data).__name__}")
     fact_id = data.get("id")

@@ -242,10 +242,12 @@ class SqliteStore(BaseSqlStore):
                         self.path, timeout=self._timeout, isolation_level=None,
                         check_same_thread=False,
                     )  # fmt: skip
-                row = self._watcher.execute("PRAGMA data_version").fetchone()
+                # fetchall ends the statement: no read transaction stays open to hold
+                # back a WAL checkpoint (forget_user truncates the WAL)
+                rows = self._watcher.execute("PRAGMA data_version").fetchall()
             except sqlite3.Error:
                 return None  # the load reads the row and reports the problem itself
-        return None if row is None else ("data_version", int(row[0]))
+        return ("data_version", int(rows[0][0])) if rows else None
 
     def _after_erase(self, conn: sqlite3.Connection) -> None:
         truncate_wal(conn, self.location)
