@@ -57,14 +57,20 @@ def test_three_due_threads_of_one_user_cost_one_call_and_one_commit(tmp_path: Pa
         status = mem.status()
     assert len(model.calls) == 1
     prompt = model.calls[0][-1].content
-    assert prompt.count("<thread>\n<user>") == 3 and all(text in prompt for text in THREADS.values())
+    assert prompt.count("<thread>\n<user>") == 3
+    assert all(text in prompt for text in THREADS.values())
     assert doc.revision == before + 1  # one commit for the facts and all three watermarks
     assert set(doc.watermarks) == set(THREADS)
     sources = {f.content: f.source for f in doc.facts}
-    assert sources == {"Lives in Oslo": "oslo", "Has a dog named Rex": "dog", "Works as a nurse": "job"}
+    assert sources == {
+        "Lives in Oslo": "oslo",
+        "Has a dog named Rex": "dog",
+        "Works as a nurse": "job",
+    }
     added = {e.after: e.thread_id for e in history if e.kind == "added"}
     assert added == sources
-    assert status.processed == 3 and status.prompt_tokens > 0
+    assert status.processed == 3
+    assert status.prompt_tokens > 0
 
 
 def test_threads_of_different_scopes_are_not_combined(tmp_path: Path) -> None:
@@ -81,7 +87,9 @@ def test_threads_of_different_scopes_are_not_combined(tmp_path: Path) -> None:
 
 def test_a_batch_too_large_for_one_request_is_split_within_the_bound(tmp_path: Path) -> None:
     limit = 1_500
-    long_turns = {f"t{i}": f"I'm a beekeeper in Somerset, note {i}. " + "bees " * 180 for i in range(5)}
+    long_turns = {
+        f"t{i}": f"I'm a beekeeper in Somerset, note {i}. " + "bees " * 180 for i in range(5)
+    }
     model = ScriptedChatModel([reply()] * 5)
     count = get_counter("cl100k_base")
     with memory(model, tmp_path, max_extraction_input_tokens=limit) as mem:
@@ -122,7 +130,9 @@ def test_a_failed_batch_is_retried_for_every_thread_and_loses_nothing(tmp_path: 
         status = mem.status()
     assert len(model.calls) == 2
     assert {f.content for f in doc.facts} == {"Lives in Oslo", "Has a dog named Rex"}
-    assert status.failed == 2 and status.retried == 2 and status.processed == 2
+    assert status.failed == 2
+    assert status.retried == 2
+    assert status.processed == 2
 
 
 class Clearing:
@@ -179,7 +189,8 @@ def test_a_queue_without_a_batch_processor_runs_each_job_alone() -> None:
     queue = InProcessQueue(lambda job: seen.append(job.thread_id), start=False, debounce_seconds=0)
     for thread in ("a", "b", "c"):
         queue.add((thread, "u", None), ())
-    assert queue.run_due() == 3 and sorted(seen) == ["a", "b", "c"]
+    assert queue.run_due() == 3
+    assert sorted(seen) == ["a", "b", "c"]
 
 
 def test_only_due_threads_join_a_batch_and_the_scope_stays_exclusive() -> None:

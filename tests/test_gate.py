@@ -51,8 +51,8 @@ def decide(*turns: tuple[str, str]) -> bool:
         "I need a regex for UK postcodes",
         "帮我把这段话翻译成英文：我们下周一开会，我是负责人。",
         "这段代码报错了：IndexError: list index out of range",
-        "Here is the transcript:\nAlex: I'm vegan and I live in Denver.\nSam: I'm allergic to nuts.\n"
-        "Please list the action items.",
+        "Here is the transcript:\nAlex: I'm vegan and I live in Denver.\n"
+        "Sam: I'm allergic to nuts.\nPlease list the action items.",
     ],
 )
 def test_task_only_turns_need_no_call(text: str) -> None:
@@ -94,15 +94,19 @@ def test_task_only_conversation_makes_no_call_and_moves_the_watermark() -> None:
     with memory(model) as mem:
         task = chat("What's the difference between a list and a tuple in Python?")
         result = mem.update(task, thread_id="t", user_id="u")
-        assert result.requests == 0 and not model.calls
-        assert result.skipped is not None and result.skipped.startswith("nothing about the user")
+        assert result.requests == 0
+        assert not model.calls
+        assert result.skipped is not None
+        assert result.skipped.startswith("nothing about the user")
         assert "t" in mem.get(user_id="u").watermarks
         # the thread goes on: only the new exchange is sent, the task turn never again
         later = [*task, *chat("I just moved to Oslo, any tips for the winter?")]
         result = mem.update(later, thread_id="t", user_id="u")
-    assert result.requests == 1 and len(model.calls) == 1
+    assert result.requests == 1
+    assert len(model.calls) == 1
     prompt = model.calls[0][-1].content
-    assert "Oslo" in prompt and "tuple" not in prompt
+    assert "Oslo" in prompt
+    assert "tuple" not in prompt
     assert [f.content for f in mem.get(user_id="u").facts] == ["Lives in Oslo"]
 
 
@@ -110,7 +114,8 @@ def test_extraction_gate_off_restores_always_call() -> None:
     model = ScriptedChatModel([reply()])
     with memory(model, extraction_gate=False) as mem:
         result = mem.update(chat("What's 2 + 2?"), thread_id="t", user_id="u")
-    assert result.requests == 1 and len(model.calls) == 1
+    assert result.requests == 1
+    assert len(model.calls) == 1
 
 
 def test_extraction_gate_reads_on_and_off_from_yaml_and_environment(
@@ -126,7 +131,8 @@ def test_extraction_gate_reads_on_and_off_from_yaml_and_environment(
 def test_the_rule_extractor_is_never_gated() -> None:
     with Memory(store=InMemoryStore(), extractor="rules", start_workers=False) as mem:
         result = mem.update(chat("I'm a beekeeper in Somerset."), thread_id="t", user_id="u")
-    assert result.committed and result.facts_added
+    assert result.committed
+    assert result.facts_added
 
 
 def test_gated_turns_of_a_queued_update_make_no_call() -> None:

@@ -65,7 +65,9 @@ def test_a_contradicted_fact_is_in_view_among_100(old: str, turn: str) -> None:
 
 
 def test_corrections_are_always_in_view_and_the_rest_by_confidence() -> None:
-    corrections = [fact(8_000 + i, f"Do not suggest tool {i}", "correction", 0.95) for i in range(3)]
+    corrections = [
+        fact(8_000 + i, f"Do not suggest tool {i}", "correction", 0.95) for i in range(3)
+    ]
     sure = fact(8_100, "Has a strong opinion about tabs", "behavior", 0.99)
     facts = (*memory_of(*corrections, sure, total=100),)
     shown = select_facts(facts, user("Thanks!"), max_facts=10, max_tokens=10_000)
@@ -99,7 +101,8 @@ def test_the_prompt_says_how_many_facts_are_shown_and_refs_name_the_right_ids() 
     line = next(line for line in text.splitlines() if "Stockholm" in line)
     assert refs[line.split()[0]] == stockholm.id
     whole, all_refs = compact_memory(doc)
-    assert "facts (100):" in whole and len(all_refs) == 100
+    assert "facts (100):" in whole
+    assert len(all_refs) == 100
 
 
 def test_an_update_at_100_facts_replaces_the_contradicted_fact() -> None:
@@ -128,8 +131,10 @@ def test_an_update_at_100_facts_replaces_the_contradicted_fact() -> None:
         )  # fmt: skip
         contents = {f.content for f in mem.get(user_id="u").facts}
     sent = model.calls[0][-1].content
-    assert "Lives in Stockholm" in sent and sent.count("\nf") <= 41
-    assert "Lives in Oslo" in contents and "Lives in Stockholm" not in contents
+    assert "Lives in Stockholm" in sent
+    assert sent.count("\nf") <= 41
+    assert "Lives in Oslo" in contents
+    assert "Lives in Stockholm" not in contents
 
 
 def test_view_settings_are_validated() -> None:

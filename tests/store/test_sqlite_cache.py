@@ -63,7 +63,9 @@ def test_a_commit_by_another_store_on_the_file_is_seen(store: SqliteStore, tmp_p
     assert store.load(SCOPE).facts[0].content == "Likes coffee"
 
 
-def test_an_outside_edit_that_keeps_the_revision_is_seen(store: SqliteStore, tmp_path: Path) -> None:
+def test_an_outside_edit_that_keeps_the_revision_is_seen(
+    store: SqliteStore, tmp_path: Path
+) -> None:
     store.commit(SCOPE, doc("ERASED diagnosis"), expected_revision=0)
     assert store.load(SCOPE).facts[0].content == "ERASED diagnosis"
     with sqlite3.connect(tmp_path / "memfold.sqlite3") as conn:
