@@ -154,10 +154,15 @@ def _rows(name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (CORPUS / name).read_text("utf-8").splitlines()]
 
 
-@pytest.mark.parametrize("name", ["gate-tune.jsonl"])
-def test_gate_quality_on_the_shipped_corpus_holds(name: str) -> None:
-    """The measured figures (README) as a regression guard: at most 2 % of conversations
-    holding a fact skipped, at least 70 % of task-only ones."""
+@pytest.mark.parametrize(
+    ("name", "max_facts_skipped"),
+    # the held-out part's figure as measured once at the end (1 of 34, 2.9 %: over the
+    # 2 % target), kept as a bound so the gate cannot get worse unnoticed
+    [("gate-tune.jsonl", 0.02), ("gate-heldout.jsonl", 1 / 34)],
+)
+def test_gate_quality_on_the_shipped_corpus_holds(name: str, max_facts_skipped: float) -> None:
+    """The measured figures (README) as a regression guard: of conversations holding a
+    fact at most this share skipped, of task-only ones at least 70 %."""
     gate = ExtractionGate()
     skipped = {"fact": 0, "task": 0}
     total = {"fact": 0, "task": 0}
@@ -165,7 +170,7 @@ def test_gate_quality_on_the_shipped_corpus_holds(name: str) -> None:
         turns = [Message(m["role"], m["content"]) for m in row["messages"]]
         total[row["label"]] += 1
         skipped[row["label"]] += not gate.decide(turns).call
-    assert skipped["fact"] <= 0.02 * total["fact"]
+    assert skipped["fact"] <= max_facts_skipped * total["fact"] + 1e-9
     assert skipped["task"] >= 0.70 * total["task"]
 
 
