@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _table import row
 from bench_sql import _postgres_server
 from bench_store import _document, _median_ms
 
@@ -31,16 +32,6 @@ from memfold.store.sqlite import SqliteStore
 SCOPE = Scope("alice")
 
 
-def _row(name: str, value: float, target: str = "", reference: str = "") -> dict[str, Any]:
-    return {
-        "benchmark": name,
-        "value": value,
-        "unit": "ms",
-        "target": target,
-        "reference": reference,
-    }
-
-
 def _store_rows(kind: str, store: MemoryStore, cold: Any, repeat: int) -> list[dict[str, Any]]:
     store.commit(SCOPE, _document(), expected_revision=0)
     with Memory(store=store, start_workers=False) as mem:
@@ -48,9 +39,9 @@ def _store_rows(kind: str, store: MemoryStore, cold: Any, repeat: int) -> list[d
         per_call = _median_ms(lambda: mem.context(user_id="alice"), repeat * 20)
         cold_ms = _median_ms(cold, repeat)
     return [
-        _row(f"{kind}: load + render per model call, nothing changed", per_call, "<= 0.1 ms",
+        row(f"{kind}: load + render per model call, nothing changed", per_call, "ms", "<= 0.1 ms",
              "2.6 ms cached load alone"),
-        _row(f"{kind}: cold load, 200 facts (read + parse)", cold_ms, "<= 0.5 ms", "243 ms"),
+        row(f"{kind}: cold load, 200 facts (read + parse)", cold_ms, "ms", "<= 0.5 ms", "243 ms"),
     ]  # fmt: skip
 
 
@@ -66,9 +57,10 @@ def run(quick: bool) -> list[dict[str, Any]]:
     repeat = 30 if quick else 300
     text = encode_document(SCOPE, _document())
     rows = [
-        _row(
+        row(
             "json.loads of the 200-fact document alone",
             _median_ms(lambda: json.loads(text), repeat),
+            "ms",
         )
     ]
     with tempfile.TemporaryDirectory() as tmp:

@@ -29,6 +29,7 @@ import json
 from typing import Any
 
 from _session import SESSION
+from _table import row
 
 from memfold import Memory, MemoryConfig
 from memfold.extract.base import ExtractionRequest
@@ -147,16 +148,6 @@ def _thread(exchanges: int) -> list[tuple[Message, Message]]:
     return out
 
 
-def _row(name: str, value: float, unit: str, target: str = "", reference: str = "") -> Row:
-    return {
-        "benchmark": name,
-        "value": value,
-        "unit": unit,
-        "target": target,
-        "reference": reference,
-    }
-
-
 Row = dict[str, Any]
 
 
@@ -201,15 +192,15 @@ def run(quick: bool) -> list[dict[str, Any]]:
         sent, _ = using.prompt(ExtractionRequest(doc, messages))
         return count(sent[0].content) + schema, count(sent[1].content)
 
-    rows: list[Row] = [_row("reply JSON schema sent with each extraction", float(schema), "tokens")]
+    rows: list[Row] = [row("reply JSON schema sent with each extraction", float(schema), "tokens")]
     per_fact = sum(count(s) for s in SUBJECTS) / len(SUBJECTS)
-    rows.append(_row("fact length in these memories (mean)", per_fact, "tokens"))
+    rows.append(row("fact length in these memories (mean)", per_fact, "tokens"))
     conversation = _messages(CONVERSATION)
     references = {0: "", 100: "~21,600 hardened / ~9,000 simple (REFERENCE.md)", 200: ""}
     for facts, reference in references.items():
         system, user = prompt_tokens(_document(facts), conversation)
         rows.append(
-            _row(
+            row(
                 f"extraction input, {facts} facts (sys {system - schema} + schema {schema} "
                 f"+ user {user})",
                 float(system + user),
@@ -220,13 +211,13 @@ def run(quick: bool) -> list[dict[str, Any]]:
         )
     system, user = prompt_tokens(_document(100), conversation, everything)
     rows.append(
-        _row("extraction input, 100 facts, every fact in view (view off)", float(system + user),
+        row("extraction input, 100 facts, every fact in view (view off)", float(system + user),
              "tokens", "", "")
     )  # fmt: skip
     empty = prompt_tokens(_document(0), conversation, everything)
     full = prompt_tokens(_document(200), conversation, everything)
     rows.append(
-        _row("extraction input per fact in memory (view off)", (sum(full) - sum(empty)) / 200,
+        row("extraction input per fact in memory (view off)", (sum(full) - sum(empty)) / 200,
              "tokens", "", "~190 hardened / ~75 simple")
     )  # fmt: skip
 
@@ -236,21 +227,21 @@ def run(quick: bool) -> list[dict[str, Any]]:
     calls, used, resend = _turn_by_turn(session, _document(20), schema)
     n = len(session)
     rows += [
-        _row(f"{n}-exchange session, 20 facts: extraction calls made (gate)", float(calls),
+        row(f"{n}-exchange session, 20 facts: extraction calls made (gate)", float(calls),
              "calls", "", f"{n} (one per exchange)"),
-        _row(f"{n}-exchange session: total input, watermark + gate + view", float(used),
+        row(f"{n}-exchange session: total input, watermark + gate + view", float(used),
              "tokens", "", ""),
-        _row(f"{n}-exchange session: total input re-sending the thread", float(resend),
+        row(f"{n}-exchange session: total input re-sending the thread", float(resend),
              "tokens", "", "simple version re-sends (O(N^2))"),
-        _row(f"{n}-exchange session: re-send / memfold, whole prompt incl. schema",
+        row(f"{n}-exchange session: re-send / memfold, whole prompt incl. schema",
              resend / used, "x", ">= 10x", "1x"),
     ]  # fmt: skip
     worst = _thread(20 if quick else 50)
     calls, used, resend = _turn_by_turn(worst, _document(20), schema)
     rows += [
-        _row(f"{len(worst)}-exchange thread, every exchange holds a fact: calls", float(calls),
+        row(f"{len(worst)}-exchange thread, every exchange holds a fact: calls", float(calls),
              "calls", "", ""),
-        _row(f"{len(worst)}-exchange thread, every exchange holds a fact: re-send / memfold",
+        row(f"{len(worst)}-exchange thread, every exchange holds a fact: re-send / memfold",
              resend / used, "x", "", "1x"),
     ]  # fmt: skip
     return rows

@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _table import row
+
 from memfold import Memory, MemoryConfig
 from memfold.gate import ExtractionGate
 from memfold.model import Message
@@ -60,25 +62,13 @@ def _quality(name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     task_called, tasks = calls["task"]
     per_100 = 50 * fact_called / facts + 50 * task_called / tasks
     return [
-        _row(f"gate {name}: fact-holding conversations skipped ({facts})",
+        row(f"gate {name}: fact-holding conversations skipped ({facts})",
              100 * (facts - fact_called) / facts, "%", "<= 2 %"),
-        _row(f"gate {name}: task-only conversations skipped ({tasks})",
+        row(f"gate {name}: task-only conversations skipped ({tasks})",
              100 * (tasks - task_called) / tasks, "%", ">= 70 %"),
-        _row(f"gate {name}: LLM calls per 100 mixed conversations (half task-only)",
+        row(f"gate {name}: LLM calls per 100 mixed conversations (half task-only)",
              per_100, "calls", "<= 60", "100 (a call for every conversation)"),
     ]  # fmt: skip
-
-
-def _row(
-    name: str, value: float, unit: str, target: str = "", reference: str = ""
-) -> dict[str, Any]:
-    return {
-        "benchmark": name,
-        "value": value,
-        "unit": unit,
-        "target": target,
-        "reference": reference,
-    }
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
@@ -96,7 +86,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
         for row in extraction
     )
     rows.append(
-        _row(f"gate: extraction corpus (held-out) fact-holding skipped ({len(extraction)})",
+        row(f"gate: extraction corpus (held-out) fact-holding skipped ({len(extraction)})",
              100 * missed / len(extraction), "%", "<= 2 %")
     )  # fmt: skip
     conversations = [
@@ -109,6 +99,6 @@ def run(quick: bool) -> list[dict[str, Any]]:
             started = time.perf_counter()
             gate.decide(turns)
             samples.append((time.perf_counter() - started) * 1e6)
-    rows.append(_row("gate decision per conversation (median)", statistics.median(samples), "µs",
+    rows.append(row("gate decision per conversation (median)", statistics.median(samples), "µs",
                      "", "no gate: every turn is an LLM call"))  # fmt: skip
     return rows

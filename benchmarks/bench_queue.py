@@ -40,9 +40,14 @@ def _drain_seconds(job_seconds: float) -> float:
         time.sleep(job_seconds)  # a fake extractor call
 
     queue = InProcessQueue(process, workers=8, debounce_seconds=30)
+    return _timed_drain(queue, [job_key(f"t{i}", f"user{i}") for i in range(100)])
+
+
+def _timed_drain(queue: InProcessQueue, keys: Sequence[JobKey]) -> float:
+    """Seconds to flush ``queue`` after one 3-exchange record for each key."""
     try:
-        for i in range(100):
-            queue.add(job_key(f"t{i}", f"user{i}"), _conversation(3))
+        for key in keys:
+            queue.add(key, _conversation(3))
         started = time.perf_counter()
         drained = queue.flush(timeout=600)
         elapsed = time.perf_counter() - started
@@ -70,16 +75,7 @@ def _one_user_drain(job_seconds: float, *, batch: bool) -> tuple[float, int]:
         lambda job: call([job]), workers=4, debounce_seconds=30,
         process_batch=call if batch else None,
     )  # fmt: skip
-    try:
-        for i in range(50):
-            queue.add(job_key(f"t{i}", "alice"), _conversation(3))
-        started = time.perf_counter()
-        drained = queue.flush(timeout=600)
-        elapsed = time.perf_counter() - started
-    finally:
-        queue.close(timeout=5)
-    if not drained:
-        raise RuntimeError("the queue did not drain within 600 s")
+    elapsed = _timed_drain(queue, [job_key(f"t{i}", "alice") for i in range(50)])
     return elapsed, calls
 
 

@@ -4,7 +4,6 @@ every thread's watermark, on every queue (issue 16, part 2)."""
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from memfold.llm.base import ChatModelError
 from memfold.queue.base import Job
 from memfold.queue.clock import FakeClock
 from memfold.queue.memory import InProcessQueue
-from memfold.testing import ScriptedChatModel
+from memfold.testing import ScriptedChatModel, extraction_reply
 from memfold.tokens import get_counter
 
 THREADS = {
@@ -25,15 +24,7 @@ THREADS = {
     "dog": "My dog Rex hates the snow. How do I get him to go outside?",
     "job": "I'm starting as a nurse at the university hospital next week, any advice?",
 }
-
-
-def reply(*facts: str) -> str:
-    items = [
-        {"content": f, "category": "context", "confidence": 0.9, "scope": "user",
-         "durability": "durable", "sourceError": None}
-        for f in facts
-    ]  # fmt: skip
-    return json.dumps({"newFacts": items, "factsToRemove": []})
+FACTS = ("Lives in Oslo", "Has a dog named Rex", "Works as a nurse")
 
 
 def chat(user: str, answer: str = "Here is what I would do.") -> list[dict[str, str]]:
@@ -46,7 +37,9 @@ def memory(model: Any, tmp_path: Path, **options: Any) -> Memory:
 
 
 def test_three_due_threads_of_one_user_cost_one_call_and_one_commit(tmp_path: Path) -> None:
-    model = ScriptedChatModel([reply("Lives in Oslo", "Has a dog named Rex", "Works as a nurse")])
+    model = ScriptedChatModel(
+        [extraction_reply("Lives in Oslo", "Has a dog named Rex", "Works as a nurse")]
+    )
     with memory(model, tmp_path) as mem:
         before = mem.get(user_id="u").revision
         for thread, text in THREADS.items():
@@ -74,12 +67,14 @@ def test_three_due_threads_of_one_user_cost_one_call_and_one_commit(tmp_path: Pa
 
 
 def test_threads_of_different_scopes_are_not_combined(tmp_path: Path) -> None:
-    model = ScriptedChatModel([reply("Lives in Oslo"), reply("Has a dog named Rex")])
+    model = ScriptedChatModel(
+        [extraction_reply("Lives in Oslo"), extraction_reply("Has a dog named Rex")]
+    )
     with memory(model, tmp_path) as mem:
         mem.record(chat(THREADS["oslo"]), thread_id="a", user_id="u1")
         mem.record(chat(THREADS["dog"]), thread_id="b", user_id="u2")
         mem.record(chat(THREADS["job"]), thread_id="c", user_id="u1", agent="coach")
-        model.add(reply("Works as a nurse"))
+        model.add(extraction_reply("Works as a nurse"))
         assert mem.flush(10)
     assert len(model.calls) == 3
     assert all("<thread>" not in call[-1].content for call in model.calls)
@@ -90,7 +85,7 @@ def test_a_batch_too_large_for_one_request_is_split_within_the_bound(tmp_path: P
     long_turns = {
         f"t{i}": f"I'm a beekeeper in Somerset, note {i}. " + "bees " * 180 for i in range(5)
     }
-    model = ScriptedChatModel([reply()] * 5)
+    model = ScriptedChatModel([extraction_reply()] * 5)
     count = get_counter("cl100k_base")
     with memory(model, tmp_path, max_extraction_input_tokens=limit) as mem:
         for thread, text in long_turns.items():
@@ -106,7 +101,7 @@ def test_a_batch_too_large_for_one_request_is_split_within_the_bound(tmp_path: P
 
 
 def test_a_task_only_thread_in_a_batch_is_marked_seen_without_being_sent(tmp_path: Path) -> None:
-    model = ScriptedChatModel([reply("Lives in Oslo", "Has a dog named Rex")])
+    model = ScriptedChatModel([extraction_reply("Lives in Oslo", "Has a dog named Rex")])
     with memory(model, tmp_path) as mem:
         mem.record(chat(THREADS["oslo"]), thread_id="oslo", user_id="u")
         mem.record(chat("What's the time complexity of heappush?"), thread_id="task", user_id="u")
@@ -120,7 +115,7 @@ def test_a_task_only_thread_in_a_batch_is_marked_seen_without_being_sent(tmp_pat
 
 def test_a_failed_batch_is_retried_for_every_thread_and_loses_nothing(tmp_path: Path) -> None:
     model = ScriptedChatModel(
-        [ChatModelError("server busy"), reply("Lives in Oslo", "Has a dog named Rex")]
+        [ChatModelError("server busy"), extraction_reply("Lives in Oslo", "Has a dog named Rex")]
     )
     with memory(model, tmp_path, retry_backoff_seconds=0) as mem:
         mem.record(chat(THREADS["oslo"]), thread_id="oslo", user_id="u")
@@ -172,7 +167,9 @@ def test_durable_queues_claim_a_scopes_due_rows_together(
     options: dict[str, Any] = {"queue": queue}
     if queue == "postgres":
         options.update(storage="postgres", dsn=request.getfixturevalue("postgres_dsn"))
-    model = ScriptedChatModel([reply("Lives in Oslo", "Has a dog named Rex", "Works as a nurse")])
+    model = ScriptedChatModel(
+        [extraction_reply("Lives in Oslo", "Has a dog named Rex", "Works as a nurse")]
+    )
     with memory(model, tmp_path, **options) as mem:
         for thread, text in THREADS.items():
             assert mem.record(chat(text), thread_id=thread, user_id="u")

@@ -14,18 +14,9 @@ from memfold import Memory, MemoryConfig
 from memfold.gate import ExtractionGate
 from memfold.model import Message
 from memfold.store.inmemory import InMemoryStore
-from memfold.testing import ScriptedChatModel
+from memfold.testing import ScriptedChatModel, extraction_reply
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpora" / "gate"
-
-
-def reply(*facts: str) -> str:
-    items = [
-        {"content": f, "category": "context", "confidence": 0.9, "scope": "user",
-         "durability": "durable", "sourceError": None}
-        for f in facts
-    ]  # fmt: skip
-    return json.dumps({"newFacts": items, "factsToRemove": []})
 
 
 def chat(user: str, answer: str = "Sure, here you go.") -> list[dict[str, str]]:
@@ -90,7 +81,7 @@ def test_a_correction_or_confirmation_signal_is_sent() -> None:
 
 
 def test_task_only_conversation_makes_no_call_and_moves_the_watermark() -> None:
-    model = ScriptedChatModel([reply("Lives in Oslo")])
+    model = ScriptedChatModel([extraction_reply("Lives in Oslo")])
     with memory(model) as mem:
         task = chat("What's the difference between a list and a tuple in Python?")
         result = mem.update(task, thread_id="t", user_id="u")
@@ -111,7 +102,7 @@ def test_task_only_conversation_makes_no_call_and_moves_the_watermark() -> None:
 
 
 def test_extraction_gate_off_restores_always_call() -> None:
-    model = ScriptedChatModel([reply()])
+    model = ScriptedChatModel([extraction_reply()])
     with memory(model, extraction_gate=False) as mem:
         result = mem.update(chat("What's 2 + 2?"), thread_id="t", user_id="u")
     assert result.requests == 1
@@ -136,7 +127,7 @@ def test_the_rule_extractor_is_never_gated() -> None:
 
 
 def test_gated_turns_of_a_queued_update_make_no_call() -> None:
-    model = ScriptedChatModel([reply("Is vegan")])
+    model = ScriptedChatModel([extraction_reply("Is vegan")])
     with memory(model) as mem:
         mem.record(chat("how many grams is a cup of flour"), thread_id="a", user_id="u")
         mem.record(chat("Convert this to TypeScript: function f(a) {}"), thread_id="b", user_id="u")
