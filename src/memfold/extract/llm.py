@@ -10,7 +10,9 @@ cannot close or forge the prompt's sections.
 
 from __future__ import annotations
 
+import functools
 import html
+import json
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -347,12 +349,21 @@ class LLMExtractor:
         return Extraction(change_set=change_set, usage=usage, instructions=self.instructions)
 
     def request_tokens(self, request: ExtractionRequest) -> int | None:
-        """Tokens of the prompt :meth:`propose` would send (None without a counter): its
-        messages' text plus the chat format's few tokens per message."""
+        """Tokens of the request :meth:`propose` would send (None without a counter): its
+        messages' text, the chat format's few tokens per message, and the reply schema
+        (sent with every request, as a response format or in the system message)."""
         if self.counter is None:
             return None
         messages, _ = self.prompt(request)
-        return sum(self.counter(m.content) + _CHAT_TOKENS_PER_MESSAGE for m in messages)
+        text = sum(self.counter(m.content) + _CHAT_TOKENS_PER_MESSAGE for m in messages)
+        return text + self.schema_tokens
+
+    @functools.cached_property
+    def schema_tokens(self) -> int:
+        """Tokens of the reply schema as sent (compact JSON); 0 without a counter."""
+        if self.counter is None:
+            return 0
+        return self.counter(json.dumps(EXTRACTION_SCHEMA, separators=(",", ":")))
 
     def message_tokens(self, message: Message) -> int:
         """The tokens one conversation message adds to the prompt (as cut and escaped)."""
@@ -365,6 +376,6 @@ class LLMExtractor:
         if self.counter is None:
             return Usage()
         return Usage(
-            prompt_tokens=sum(self.counter(m.content) for m in messages),
+            prompt_tokens=sum(self.counter(m.content) for m in messages) + self.schema_tokens,
             completion_tokens=self.counter(completion.text),
         )
