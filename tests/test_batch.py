@@ -134,6 +134,7 @@ class Clearing:
     """An extractor that clears the scope while it works (a clear racing a batch)."""
 
     name = "clearing"
+    takes_threads = True  # reads ExtractionRequest.threads: one call for the batch
 
     def __init__(self) -> None:
         self.mem: Memory | None = None
@@ -217,3 +218,16 @@ def test_only_due_threads_join_a_batch_and_the_scope_stays_exclusive() -> None:
     clock.advance(10)
     assert queue.run_due() == 2
     assert batches == [["a", "b"], ["c"], ["x"]] or batches == [["a", "b"], ["x"], ["c"]]
+
+
+def test_an_extractor_that_reads_no_threads_runs_each_thread_alone(tmp_path: Path) -> None:
+    """The rule extractor would read one thread's question as the context of another
+    thread's first turn, so its batches run thread by thread."""
+    with Memory(home=tmp_path, extractor="rules", start_workers=False) as mem:
+        mem.record(chat("Can you suggest a weekend trip?", "Sure! Where are you based?"),
+                   thread_id="a", user_id="u")  # fmt: skip
+        mem.record(chat("Leeds", "Leeds is a city in Yorkshire."), thread_id="b", user_id="u")
+        assert mem.flush(10)
+        doc = mem.get(user_id="u")
+    assert not doc.facts
+    assert set(doc.watermarks) == {"a", "b"}

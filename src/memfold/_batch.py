@@ -7,6 +7,8 @@ the conversation section), as many as fit ``max_extraction_input_tokens``; one c
 is applied and one commit moves every thread's watermark. Threads the extraction gate
 finds nothing in are only marked seen (one commit for all of them); a thread too long for
 a shared request, or alone in its group, takes the single-thread path (chunking included).
+Only extractors that read ``ExtractionRequest.threads`` (``takes_threads``, the LLM
+extractor) get shared requests; others run thread by thread in the same job.
 
 Provenance stays per thread: a fact added from a batch names as its source the thread
 whose user turns share the most terms with it (the last thread when none does), and its
@@ -90,8 +92,10 @@ def run_batch(updater: Updater, scope: Scope, works: Sequence[ThreadWork]) -> Ba
     """
     from memfold.updater import UpdateResult
 
-    if len(works) == 1:
-        return _single(updater, scope, works[0])
+    if len(works) == 1 or not getattr(updater.extractor, "takes_threads", False):
+        # an extractor that does not read ExtractionRequest.threads would see one
+        # thread's answer as the context of the next thread's first turn
+        return _batch_result([_single(updater, scope, work) for work in works])
     results: dict[int, UpdateResult] = {}
     document = updater.store.load(scope)
     pending: list[tuple[int, _Thread]] = []
@@ -101,10 +105,7 @@ def run_batch(updater: Updater, scope: Scope, works: Sequence[ThreadWork]) -> Ba
             messages, work.recorded_at, work.marks, cleared_time(document)
         )
         if forgotten:  # turns said before a clear: seen, never learned (rare: own path)
-            results[index] = updater.run(
-                scope, work.thread_id, messages, work.signals, fenced=work.fenced,
-                recorded_at=work.recorded_at, marks=work.marks, erased=work.erased,
-            )  # fmt: skip
+            results[index] = _single(updater, scope, work)
             continue
         start = len(messages) - len(
             watermark.new_messages(messages, document.watermarks.get(work.thread_id))
@@ -129,26 +130,24 @@ def run_batch(updater: Updater, scope: Scope, works: Sequence[ThreadWork]) -> Ba
     for group in _groups(updater, document, extract):
         if len(group) == 1:
             index, thread = group[0]
-            work = thread.work
-            results[index] = updater.run(
-                scope, work.thread_id, thread.messages, work.signals, fenced=work.fenced,
-                recorded_at=work.recorded_at, marks=work.marks, erased=work.erased,
-            )  # fmt: skip
+            results[index] = _single(updater, scope, thread.work)
         else:
             results.update(_run_group(updater, scope, group))
-    ordered = tuple(results[i] for i in range(len(works)))
+    return _batch_result([results[i] for i in range(len(works))])
+
+
+def _batch_result(results: Sequence[UpdateResult]) -> BatchResult:
     total = Usage()
-    for result in ordered:
+    for result in results:
         total = total + result.usage
-    return BatchResult(ordered, total)
+    return BatchResult(tuple(results), total)
 
 
-def _single(updater: Updater, scope: Scope, work: ThreadWork) -> BatchResult:
-    result = updater.run(
+def _single(updater: Updater, scope: Scope, work: ThreadWork) -> UpdateResult:
+    return updater.run(
         scope, work.thread_id, work.messages, work.signals, fenced=work.fenced,
         recorded_at=work.recorded_at, marks=work.marks, erased=work.erased,
     )  # fmt: skip
-    return BatchResult((result,), result.usage)
 
 
 def _mark_gated(

@@ -266,6 +266,8 @@ class LLMExtractor:
     name = "llm"
     #: Each proposal is a paid model call: the extraction gate may skip it.
     calls_model = True
+    #: Reads ``ExtractionRequest.threads``: one request may hold several threads' turns.
+    takes_threads = True
 
     def __init__(
         self,
