@@ -153,7 +153,7 @@ def test_forget_user_needs_yes_and_erases_every_agent(capsys, home, monkeypatch)
     run(capsys, "--home", home, "ingest", str(EXAMPLES))
     run(capsys, "--home", home, "--user", "alice", "--agent", "coder", "facts", "add", "Uses vim")
     code, _, err = run(capsys, "--home", home, "forget-user", "alice")
-    assert code == 2
+    assert code == 1  # declined: a refusal, not a usage error (issue 11)
     assert "aborted" in err
     code, out, _ = run(capsys, "--home", home, "forget-user", "alice", "--yes", "--json")
     assert code == 0
@@ -174,7 +174,7 @@ def test_forget_user_as_a_command_exits_cleanly(tmp_path: Path) -> None:
     env = {**os.environ, "MEMFOLD_STORAGE": "json"}
     cmd = [sys.executable, "-m", "memfold.cli", "--home", str(home), "forget-user", "zed"]
     refused = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, input="n\n")
-    assert refused.returncode == 2
+    assert refused.returncode == 1  # declined: a refusal, not a usage error (issue 11)
     assert "aborted" in refused.stderr
     done = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, input="y\n")
     assert done.returncode == 0, done.stderr

@@ -427,3 +427,54 @@ def test_renderer_rejects_bad_settings(counter: TokenCounter):
         ContextRenderer(counter, cache_size=0)
     with pytest.raises(ValueError, match="max_tokens=-1"):
         ContextRenderer(counter, max_tokens=-1)
+
+
+# --- small budgets (polish 8) ------------------------------------------------------------
+
+_CORRECTIONS = [
+    fact("c1", "Correction: I live in Berlin, not Munich", "correction", 0.95,
+         source_error="Since you live in Munich, the Munich data group meets on the 14th"),
+    fact("c2", "Correction: I meant the Postgres warehouse, dbt-postgres 1.8", "correction", 0.95,
+         source_error="Since you're on MySQL 8, add the column with ALTER TABLE orders ADD COLUMN"),
+]  # fmt: skip
+_WORK = "Is a data engineer; Works at Zalando; Uses Python and dbt; Team uses Airflow"
+
+
+@pytest.mark.parametrize("budget", range(40, 130, 5))
+def test_small_budgets_keep_corrections_before_summaries(counter: TokenCounter, budget: int):
+    doc = make_doc(list(_CORRECTIONS), workContext=_WORK)
+    block = render(doc, max_tokens=budget, counter=counter)
+    assert counter.count(block) <= budget
+    corrections = [line for line in fact_lines(block) if "[correction" in line]
+    assert corrections, block  # a correction is never left out while a summary is shown
+    if "- Work:" in block:
+        assert len(corrections) == 2, block
+
+
+def test_a_correction_too_long_for_the_budget_is_kept_without_its_avoid_part(counter: TokenCounter):
+    doc = make_doc(list(_CORRECTIONS), workContext=_WORK)
+    block = render(doc, max_tokens=60, counter=counter)  # room for both only without avoid
+    assert len(fact_lines(block)) == 2
+    assert "(avoid:" not in block
+    assert "- Work:" not in block  # nothing of lower priority while they are squeezed
+    roomy = render(doc, max_tokens=2000, counter=counter)
+    assert roomy.count("(avoid:") == 2
+
+
+@pytest.mark.parametrize("budget", range(30, 120, 3))
+def test_a_cut_summary_ends_on_a_whole_word(counter: TokenCounter, budget: int):
+    doc = make_doc(workContext=_WORK + "; Working on a migration of our warehouse to Snowflake")
+    block = render(doc, max_tokens=budget, counter=counter)
+    for line in block.splitlines():
+        if line.startswith("- Work: ") and line.endswith("…"):
+            kept = line.removeprefix("- Work: ").removesuffix("…")
+            words = (_WORK + "; Working on a migration of our warehouse to Snowflake").split()
+            assert kept.split()[-1].rstrip(";") in [w.rstrip(";") for w in words], line
+            assert not kept.endswith((";", " ", ","))
+
+
+def test_chinese_summaries_may_be_cut_between_characters(counter: TokenCounter):
+    doc = make_doc(workContext="我叫王伟，是一名产品经理，住在上海，负责一个记忆系统的开发工作" * 5)
+    block = render(doc, max_tokens=40, counter=counter)
+    assert "- Work: 我叫王伟" in block
+    assert block.count("…") == 1

@@ -9,6 +9,7 @@ from memfold.errors import ConfigError
 from memfold.extract.base import ChangeSet, Extraction, ExtractionRequest, NewFact, Usage
 from memfold.queue.base import QueueStatus
 from memfold.testing import FakeClock, InMemoryStore, ScriptedChatModel
+from memfold.tokens import get_counter
 
 ALICE = [
     {"role": "user", "content": "Hi! My name is Alice and I work as a data engineer in Berlin."},
@@ -214,7 +215,7 @@ def test_context_respects_an_explicit_budget(tmp_path):
             mem.add_fact(f"Fact {i} about a long and winding topic number {i}", user_id="u")
         small = mem.context(user_id="u", max_tokens=120)
         full = mem.context(user_id="u")
-    counter = mem._counter  # the exact counter the config selects
+    counter = get_counter(mem.config.token_encoding)  # the exact counter the config selects
     assert counter.count(small) <= 120
     assert len(full) > len(small)
 

@@ -67,7 +67,6 @@ class AuditMixin:
 
     config: MemoryConfig
     _store: MemoryStore
-    _renderer: ContextRenderer
     _searcher: Searcher
     _redactor: Redactor | None
     _queue: UpdateQueue | None
@@ -90,8 +89,17 @@ class AuditMixin:
     def _get_queue(self) -> UpdateQueue:
         raise NotImplementedError  # pragma: no cover - Memory implements it
 
+    @property
+    def _renderer(self) -> ContextRenderer:  # built on first use by Memory
+        raise NotImplementedError  # pragma: no cover - Memory implements it
+
     def _injection_inputs(
-        self, scope: Scope, today: date | None, query: str | None
+        self,
+        scope: Scope,
+        today: date | None,
+        query: str | None,
+        *,
+        include_shared: bool | None = None,
     ) -> tuple[MemoryDocument, date | None, tuple[str, ...]]:
         raise NotImplementedError  # pragma: no cover - Memory implements it
 

@@ -1,7 +1,7 @@
 """Decide what of an extractor's change set lands in a memory document.
 
 ``apply`` is a pure function: no IO, no clock (``ApplyContext.now`` is passed in). It holds
-the business rules of DESIGN.md rules 6-7: one bad item never sinks the others, removals
+the update rules (REFERENCE.md defects 4, 6, 7): one bad item never sinks the others, removals
 are guarded (clean parse, manual facts only on a correction, never losing a fact whose
 replacement failed), new facts are thresholded, scrubbed and de-duplicated, and the fact
 cap never trims a fact added in the same update in favour of an equally trusted old one.

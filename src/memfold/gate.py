@@ -21,8 +21,10 @@ pattern runs in linear time (bounded gaps, no nested repeats).
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from memfold.extract._rule_text import capped, readable, role_play
@@ -201,12 +203,30 @@ class GateDecision:
 class ExtractionGate:
     """Decides, cheaply and deterministically, whether new turns need an extraction call.
 
-    ``rules`` is the rule extractor whose statements count (the built-in patterns by
-    default; pass one built with the configured ``rule_pattern_files``).
+    ``rules`` is the rule extractor whose statements count; without it, one with the
+    built-in patterns and ``rule_pattern_files`` is built on the first decision (compiling
+    the patterns takes a moment that a process which never updates should not pay).
+
+    Raises:
+        ConfigError: (on the first decision) a pattern file cannot be used.
     """
 
-    def __init__(self, rules: RuleExtractor | None = None) -> None:
-        self._rules = rules if rules is not None else RuleExtractor(log_misses=False)
+    def __init__(
+        self,
+        rules: RuleExtractor | None = None,
+        *,
+        rule_pattern_files: Sequence[str | Path] = (),
+    ) -> None:
+        self._rules = rules
+        self._files = tuple(rule_pattern_files)
+        self._lock = threading.Lock()
+
+    def _rule_extractor(self) -> RuleExtractor:
+        if self._rules is None:
+            with self._lock:
+                if self._rules is None:
+                    self._rules = RuleExtractor(self._files, log_misses=False)
+        return self._rules
 
     def decide(self, messages: Sequence[Message]) -> GateDecision:
         """Call when a user turn of ``messages`` might say anything about the user (see
@@ -244,7 +264,7 @@ class ExtractionGate:
             ):
                 return GateDecision(True, "reply to a question about the user")
             asked = None
-        extraction = self._rules.propose(ExtractionRequest(_EMPTY, tuple(messages)))
+        extraction = self._rule_extractor().propose(ExtractionRequest(_EMPTY, tuple(messages)))
         if extraction.change_set.new_facts:
             return GateDecision(True, "rule extractor statement")
         return GateDecision(False, "nothing about the user")

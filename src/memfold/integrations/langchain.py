@@ -172,7 +172,7 @@ class _Identity:
     def note_missing_thread(self) -> None:
         if not self._warned_no_thread:
             self._warned_no_thread = True
-            logger.debug(
+            logger.warning(
                 "memfold: this agent run has no thread id, so its messages are not "
                 "recorded; run the agent with a checkpointer and "
                 "config={'configurable': {'thread_id': ...}} (logged once)"

@@ -173,7 +173,11 @@ class SqlQueue(SqlWorker):
         with self._cond:
             self._close_result = drained and not left
         if left:
-            logger.warning(
+            # A queue without workers of its own closed with no drain budget (a producer,
+            # or the CLI reading status) leaves the rows to the workers by design.
+            producer_only = budget <= 0 and not self._threads
+            logger.log(
+                logging.INFO if producer_only else logging.WARNING,
                 "memfold queue closed with %d update(s) still queued; they stay in the "
                 "durable queue and run when a replica next runs: %s",
                 len(left),

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from memfold._private import private_database
 from memfold.errors import StorageError
 from memfold.queue._sql import SqlQueue, install_schema
 from memfold.queue._sql_worker import Tx
@@ -72,10 +73,10 @@ class SqliteQueue(SqlQueue):
         self._connections: dict[sqlite3.Connection, threading.Thread] = {}
         self._connections_lock = threading.Lock()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             check_regular_file(self.path, "the queue database")
+            private_database(self.path)  # security: the queue holds (redacted) turns
             self._create_schema()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, OSError) as exc:
             self._close_connections()
             raise StorageError(
                 f"cannot open the queue database {self.path}: {exc}; check the path and "

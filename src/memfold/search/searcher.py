@@ -76,7 +76,7 @@ def clip_query(query: str) -> str:
 def _numpy() -> Any:
     try:
         import numpy
-    except ImportError:  # numpy comes with quicktok-v1; without it, about 20 µs per 256-d fact
+    except ImportError:  # numpy is optional (not a dependency); without it ~20 µs per 256-d fact
         return None
     return numpy
 

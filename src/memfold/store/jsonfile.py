@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from memfold._private import private_dirs
 from memfold.errors import ConflictError, CorruptMemoryError, StorageError
 from memfold.history import ChangeEvent, stamp
 from memfold.model import (
@@ -499,17 +500,8 @@ class JsonFileStore:
             os.close(fd)
 
     def _make_dirs(self, folder: Path) -> None:
-        if folder.is_dir():
-            return
-        missing: list[Path] = []
-        probe = folder
-        while not probe.is_dir():
-            missing.append(probe)
-            probe = probe.parent
-        for path in reversed(missing):
-            with contextlib.suppress(FileExistsError):  # another process was first
-                path.mkdir(mode=0o700)
-            _fsync_dir(path.parent)
+        if not folder.is_dir():
+            private_dirs(folder, created=lambda path: _fsync_dir(path.parent))
 
     def _write(self, scope: Scope, folder: Path, path: Path, document: MemoryDocument) -> None:
         data = encode_document(scope, document).encode("utf-8")

@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from memfold._private import private_database
 from memfold.errors import StorageError
 from memfold.store._sql import DOCUMENTS_TABLE, HISTORY_TABLE, BaseSqlStore
 from memfold.store.base import (
@@ -162,11 +163,11 @@ class SqliteStore(BaseSqlStore):
         self._closed = False
         self._watcher: sqlite3.Connection | None = None  # reads data_version only
         self._watch_lock = threading.Lock()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot create {self.path.parent}: {exc.strerror}") from exc
         check_regular_file(self.path, "the SQLite database")
+        try:
+            private_database(self.path)  # security: 0600 file (and WAL/SHM) in a 0700 folder
+        except OSError as exc:
+            raise StorageError(f"cannot create {self.path}: {exc.strerror}") from exc
         try:
             self._migrate()
         except BaseException:
