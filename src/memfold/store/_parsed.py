@@ -6,7 +6,8 @@ commits), but parsing a large document costs far more than reading it: about 10 
 for each scope with the key of the row it came from, and hands it out again only while
 the stored row has the same key: on SQLite the revision, the generation and every
 character of the text; on PostgreSQL, where sending the text costs more than the check,
-the revision, the generation and the microsecond ``updated_at`` of the commit. Either
+the revision, the generation, the microsecond ``updated_at`` of the commit and the row
+version's ``xmin`` (new with every UPDATE, an operator's of the document alone too). Either
 way it never serves a document that changed or vanished (DESIGN.md rule 10).
 
 A store that can tell cheaply that *nothing at all* changed in the database since a
