@@ -30,9 +30,14 @@ from memfold.store.jsonfile import JsonFileStore
 from memfold.store.sqlite import SqliteStore
 
 SCOPE = Scope("alice")
+#: The issue's own figures on its run: 0.5 ms allowed where json.loads took 0.16 ms. The
+#: ratio reads the same on a machine running at a different speed.
+RATIO_TARGET = "<= 3.1x (0.5 / 0.16 ms)"
 
 
-def _store_rows(kind: str, store: MemoryStore, cold: Any, repeat: int) -> list[dict[str, Any]]:
+def _store_rows(
+    kind: str, store: MemoryStore, cold: Any, repeat: int, parse_ms: float
+) -> list[dict[str, Any]]:
     store.commit(SCOPE, _document(), expected_revision=0)
     with Memory(store=store, start_workers=False) as mem:
         mem.context(user_id="alice")
@@ -40,8 +45,11 @@ def _store_rows(kind: str, store: MemoryStore, cold: Any, repeat: int) -> list[d
         cold_ms = _median_ms(cold, repeat)
     return [
         row(f"{kind}: load + render per model call, nothing changed", per_call, "ms", "<= 0.1 ms",
-             "2.6 ms cached load alone"),
-        row(f"{kind}: cold load, 200 facts (read + parse)", cold_ms, "ms", "<= 0.5 ms", "243 ms"),
+             "2.6 ms cached load alone (REFERENCE.md)"),
+        row(f"{kind}: cold load, 200 facts (read + parse)", cold_ms, "ms", "<= 0.5 ms",
+            "243 ms (REFERENCE.md)"),
+        row(f"{kind}: cold load / json.loads alone, same run", cold_ms / parse_ms, "x",
+            RATIO_TARGET),
     ]  # fmt: skip
 
 
@@ -56,21 +64,16 @@ def _sql_cold(store: BaseSqlStore) -> Any:
 def run(quick: bool) -> list[dict[str, Any]]:
     repeat = 30 if quick else 300
     text = encode_document(SCOPE, _document())
-    rows = [
-        row(
-            "json.loads of the 200-fact document alone",
-            _median_ms(lambda: json.loads(text), repeat),
-            "ms",
-        )
-    ]
+    parse_ms = _median_ms(lambda: json.loads(text), repeat)
+    rows = [row("json.loads of the 200-fact document alone", parse_ms, "ms")]
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         rows += _store_rows(
             "json", JsonFileStore(home / "json"),
-            lambda: JsonFileStore(home / "json").load(SCOPE), repeat,
+            lambda: JsonFileStore(home / "json").load(SCOPE), repeat, parse_ms,
         )  # fmt: skip
         sqlite = SqliteStore(home / "memfold.sqlite3")
-        rows += _store_rows("sqlite", sqlite, _sql_cold(sqlite), repeat)
+        rows += _store_rows("sqlite", sqlite, _sql_cold(sqlite), repeat, parse_ms)
         with _postgres_server(home) as dsn:
             if dsn is not None:
                 from memfold.store.postgres import PostgresStore
@@ -79,7 +82,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
                 try:
                     with postgres._connection() as conn:
                         conn.execute("DELETE FROM memfold_documents")
-                    rows += _store_rows("postgres", postgres, _sql_cold(postgres), repeat)
+                    rows += _store_rows("postgres", postgres, _sql_cold(postgres), repeat, parse_ms)
                 finally:
                     postgres.close()
     return rows

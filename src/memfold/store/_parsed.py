@@ -106,6 +106,10 @@ class ParsedRows:
                 self._chars -= self._rows.pop(scope)[2]
                 self._fresh.pop(scope, None)
 
+    def __contains__(self, scope: object) -> bool:
+        with self._lock:
+            return scope in self._rows
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._rows)

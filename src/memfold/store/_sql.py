@@ -304,13 +304,14 @@ class BaseSqlStore:
         try:
             with self._connection() as conn:
                 if self.stamp_loads:
-                    stamp = self._run(conn, self._stamp_sql[0], keys).fetchone()
-                    if stamp is None:
-                        cache.forget(scope)
-                        return _EMPTY
-                    cached = cache.get(scope, tuple(stamp))
-                    if cached is not None:
-                        return cached
+                    if scope in cache:  # the stamp can only match a document parsed before
+                        stamp = self._run(conn, self._stamp_sql[0], keys).fetchone()
+                        if stamp is None:
+                            cache.forget(scope)
+                            return _EMPTY
+                        cached = cache.get(scope, tuple(stamp))
+                        if cached is not None:
+                            return cached
                     row = self._run(conn, self._stamp_sql[1], keys).fetchone()
                 else:
                     row = self._select(conn, keys, lock=False)
