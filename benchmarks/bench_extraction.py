@@ -218,7 +218,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
     full = prompt_tokens(_document(200), conversation, everything)
     rows.append(
         row("extraction input per fact in memory (view off)", (sum(full) - sum(empty)) / 200,
-             "tokens", "", "~190 hardened / ~75 simple")
+             "tokens", "", "~190 hardened / ~75 simple (REFERENCE.md)")
     )  # fmt: skip
 
     session = [(Message("user", u), Message("assistant", a)) for _, u, a in SESSION]
@@ -228,11 +228,11 @@ def run(quick: bool) -> list[dict[str, Any]]:
     n = len(session)
     rows += [
         row(f"{n}-exchange session, 20 facts: extraction calls made (gate)", float(calls),
-             "calls", "", f"{n} (one per exchange)"),
+             "calls", "", f"{n}: one per exchange (REFERENCE.md)"),
         row(f"{n}-exchange session: total input, watermark + gate + view", float(used),
              "tokens", "", ""),
         row(f"{n}-exchange session: total input re-sending the thread", float(resend),
-             "tokens", "", "simple version re-sends (O(N^2))"),
+             "tokens", "", "simple version re-sends, O(N^2) (REFERENCE.md)"),
         row(f"{n}-exchange session: re-send / memfold, whole prompt incl. schema",
              resend / used, "x", ">= 10x", "1x"),
     ]  # fmt: skip

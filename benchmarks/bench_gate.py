@@ -67,7 +67,7 @@ def _quality(name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row(f"gate {name}: task-only conversations skipped ({tasks})",
              100 * (tasks - task_called) / tasks, "%", ">= 70 %"),
         row(f"gate {name}: LLM calls per 100 mixed conversations (half task-only)",
-             per_100, "calls", "<= 60", "100 (a call for every conversation)"),
+             per_100, "calls", "<= 60", "100: a call per item (REFERENCE.md)"),
     ]  # fmt: skip
 
 
