@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,3 +82,24 @@ def stoppable_postgres(tmp_path: Path) -> Iterator[Any]:
         skip_or_fail(f"could not start embedded PostgreSQL: {exc}")
     yield server
     server.cleanup()
+
+
+Run = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str]) -> Run:
+    """``run("--home", h, "show")`` → (exit status, stdout, stderr), in this process."""
+
+    from memfold.cli import main
+
+    def invoke(*args: str) -> tuple[int, str, str]:
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return invoke

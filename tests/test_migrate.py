@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from memfold.cli import main
 from memfold.migrate import migrate
 from memfold.model import Fact, MemoryDocument, Scope, Watermark, document_to_dict
 from memfold.store.base import MemoryStore
@@ -102,27 +101,15 @@ def test_unreadable_source_scope_is_reported_and_the_rest_copied(tmp_path: Path)
     assert target.load(Scope("alice")).revision == 0
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def test_cli_migrate_to_sqlite_prints_one_line_and_is_idempotent(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_migrate_to_sqlite_prints_one_line_and_is_idempotent(tmp_path: Path, run) -> None:
     home = tmp_path / "home"
     _fill(JsonFileStore(home))
-    code, out, err = _run(capsys, "--home", str(home), "migrate", "--to", "sqlite")
+    code, out, err = run("--home", str(home), "migrate", "--to", "sqlite")
     assert (code, err) == (0, "")
     assert out == f"migrated to sqlite: {len(SCOPES)} scopes: {len(SCOPES)} copied, " + (
         "0 already identical, 0 conflicts, 0 failed\n"
     )
-    code, out, _ = _run(capsys, "--home", str(home), "migrate", "--to", "sqlite")
+    code, out, _ = run("--home", str(home), "migrate", "--to", "sqlite")
     assert code == 0
     assert f"0 copied, {len(SCOPES)} already identical" in out
     store = SqliteStore(home / "memfold.sqlite3")
@@ -131,17 +118,17 @@ def test_cli_migrate_to_sqlite_prints_one_line_and_is_idempotent(
 
 
 def test_cli_migrate_errors_are_one_line_with_status_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MEMFOLD_DSN", raising=False)
     home = str(tmp_path / "home")
-    code, _, err = _run(capsys, "--home", home, "migrate", "--to", "postgres")
+    code, _, err = run("--home", home, "migrate", "--to", "postgres")
     assert code == 2
     assert err.startswith("memfold: error: ")
     assert "dsn" in err
     assert err.count("\n") == 1
     monkeypatch.setenv("MEMFOLD_STORAGE", "sqlite")
-    code, _, err = _run(capsys, "--home", home, "migrate", "--to", "sqlite")
+    code, _, err = run("--home", home, "migrate", "--to", "sqlite")
     assert code == 2
     assert "already is this sqlite store" in err
 

@@ -9,20 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from memfold.cli import main
 from memfold.llm.fake_server import FakeOpenAIServer, FakeReply
 
 KNOWN = Path(__file__).resolve().parents[2] / "corpora" / "extraction" / "known-phrasings.jsonl"
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture
@@ -49,8 +38,8 @@ def corpus(tmp_path: Path) -> Path:
     return path
 
 
-def test_prints_recall_precision_invented_and_the_misses(capsys, corpus: Path) -> None:
-    code, out, _ = _run(capsys, "eval", "extraction", str(corpus))
+def test_prints_recall_precision_invented_and_the_misses(run, corpus: Path) -> None:
+    code, out, _ = run("eval", "extraction", str(corpus))
     assert code == 0
     assert "extraction quality of the rules extractor" in out
     assert "recall" in out
@@ -59,40 +48,38 @@ def test_prints_recall_precision_invented_and_the_misses(capsys, corpus: Path) -
     assert "honey" in out.split("missed (1):")[1]
 
 
-def test_json_output_is_the_whole_report(capsys, corpus: Path) -> None:
-    code, out, _ = _run(capsys, "eval", "extraction", str(corpus), "--json")
+def test_json_output_is_the_whole_report(run, corpus: Path) -> None:
+    code, out, _ = run("eval", "extraction", str(corpus), "--json")
     assert code == 0
     data = json.loads(out)
     assert data["overall"]["found"] == 2
     assert data["by_language"]["en"]["expected"] == 3
 
 
-def test_thresholds_fail_the_run_for_ci(capsys, corpus: Path) -> None:
-    code, _, err = _run(capsys, "eval", "extraction", str(corpus), "--min-recall", "0.9")
+def test_thresholds_fail_the_run_for_ci(run, corpus: Path) -> None:
+    code, _, err = run("eval", "extraction", str(corpus), "--min-recall", "0.9")
     assert code == 1
     assert "recall 0.67 < 0.9" in err
-    ok = _run(
-        capsys, "eval", "extraction", str(corpus), "--min-recall", "0.6", "--max-invented", "0"
-    )
+    ok = run("eval", "extraction", str(corpus), "--min-recall", "0.6", "--max-invented", "0")
     assert ok[0] == 0
 
 
-def test_a_bad_corpus_is_one_error_line_and_exit_2(capsys, tmp_path: Path) -> None:
+def test_a_bad_corpus_is_one_error_line_and_exit_2(run, tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x"}\n', encoding="utf-8")
-    code, out, err = _run(capsys, "eval", "extraction", str(bad))
+    code, out, err = run("eval", "extraction", str(bad))
     assert (code, out) == (2, "")
     assert err.startswith("memfold: error: corpus")
     assert "line 1" in err
 
 
-def test_llm_without_a_model_says_how_to_configure_one(capsys, corpus: Path) -> None:
-    code, _, err = _run(capsys, "eval", "extraction", str(corpus), "--extractor", "llm")
+def test_llm_without_a_model_says_how_to_configure_one(run, corpus: Path) -> None:
+    code, _, err = run("eval", "extraction", str(corpus), "--extractor", "llm")
     assert code == 2
     assert "--config FILE with an llm section" in err
 
 
-def test_llm_extractor_through_an_openai_compatible_endpoint(capsys, corpus, tmp_path) -> None:
+def test_llm_extractor_through_an_openai_compatible_endpoint(run, corpus, tmp_path) -> None:
     with FakeOpenAIServer() as server:
         facts = [{"content": "Is a pilot", "category": "context", "confidence": 0.9,
                   "scope": "user", "durability": "durable"}]  # fmt: skip
@@ -103,8 +90,8 @@ def test_llm_extractor_through_an_openai_compatible_endpoint(capsys, corpus, tmp
             "api_key_env: null}\n",
             encoding="utf-8",
         )
-        code, out, _ = _run(
-            capsys, "eval", "extraction", str(corpus), "--extractor", "llm", "--config", str(config)
+        code, out, _ = run(
+            "eval", "extraction", str(corpus), "--extractor", "llm", "--config", str(config)
         )
     assert code == 0
     assert "extraction quality of the llm extractor" in out

@@ -139,16 +139,7 @@ class Detector:
             while position >= 0:
                 starts.add(position)
                 position = haystack.find(anchor, position + 1)
-        covered = 0
-        for start in sorted(starts):
-            if start < covered:
-                continue
-            for pattern in patterns:
-                match = pattern.match(text, start)
-                if match is not None and self._value_span(match, text) is not None:
-                    covered = match.end()
-                    yield match
-                    break
+        yield from self._first_at(starts, text, patterns)
 
     def _dense(self, text: str, patterns: tuple[re.Pattern[str], ...]) -> Iterator[re.Match[str]]:
         """Each pattern over the whole text in C, then per start the first pattern's match
@@ -163,6 +154,13 @@ class Detector:
             while (match := pattern.search(haystack, position)) is not None:
                 starts.add(match.start())
                 position = match.start() + 1
+        yield from self._first_at(starts, text, patterns)
+
+    def _first_at(
+        self, starts: set[int], text: str, patterns: tuple[re.Pattern[str], ...]
+    ) -> Iterator[re.Match[str]]:
+        """Per start, left to right and without overlaps, the first pattern's match whose
+        value passes."""
         covered = 0
         for start in sorted(starts):
             if start < covered:
