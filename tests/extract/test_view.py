@@ -54,14 +54,63 @@ def user(text: str) -> tuple[Message, ...]:
         ("Prefers answers in English", "From now on please answer in German."),
         ("住在北京", "我上个月搬到深圳了，医保怎么转？"),
         ("在字节跳动做产品经理", "我换工作了，现在在腾讯上班"),
+        # a second set, the view then changed to take them (finer tool slots, slots
+        # weighted by rarity): 6 of these 18 were out of view before
+        ("Has a dog named Max", "Max passed away last week, I'm thinking about adopting a cat"),
+        ("Is 29 years old", "I turned 30 yesterday!"),
+        ("Uses VS Code as their editor", "I switched to Neovim last week"),
+        ("Is single", "I got married in June!"),
+        ("Lives in Stockholm", "We relocated to Berlin in the spring"),
+        ("Works as a nurse", "I quit nursing and became a teacher"),
+        ("喜欢喝咖啡", "我现在不喝咖啡了，改喝茶"),
+        ("Prefers Python for scripting", "I've moved all my scripts to Go"),
+        ("Lives in Paris", "I'm now based in Lyon"),
+        ("Is a student at MIT", "I graduated last month and started at Google"),
+        ("Drives a Tesla", "I sold my car and bike everywhere now"),
+        ("Has two kids", "We just had our third child"),
+        ("Speaks Spanish at a beginner level", "I'm fluent in Spanish now after a year in Madrid"),
+        ("住在上海", "我现在住杭州"),
+        ("是一名程序员", "我转行做设计师了"),
+        ("Wants short answers", "Actually, give me detailed explanations from now on"),
+        ("Lives in New York", "Moved to the Bay Area for a new job"),
+        ("Works at Google", "I left Google and joined a startup"),
     ],
 )
 def test_a_contradicted_fact_is_in_view_among_100(old: str, turn: str) -> None:
+    assert in_view(old, turn)
+
+
+def in_view(old: str, turn: str) -> bool:
     contradicted = fact(9_000, old, "context", 0.75)
     facts = memory_of(contradicted)
     shown = select_facts(facts, user(turn), max_facts=40, max_tokens=1_000)
-    assert contradicted in shown
     assert len(shown) <= 40
+    return contradicted in shown
+
+
+#: Written before the view's second change and scored once after it, never tuned on:
+#: 9 of 14 were out of view before the change, 5 after.
+HELD_OUT_CONTRADICTIONS = (
+    ("Lives in Toronto with a roommate", "Just signed a lease in Montreal, moving next week"),
+    ("Works remotely for a bank in London", "Got laid off yesterday, updating my CV"),
+    ("Uses a Windows laptop for work", "My new MacBook arrived today, how do I set up Homebrew?"),
+    ("Is allergic to cats", "Turns out it was dust, not cats — the allergy test was negative"),
+    ("Is a junior developer", "I got promoted to senior engineer this week"),
+    ("在杭州读大学", "我毕业了，现在在上海工作"),
+    ("不吃辣", "最近开始能吃一点辣了"),
+    ("Has a golden retriever", "We had to rehome our dog, so no pets for now"),
+    ("Writes backend code in Java", "Our team rewrote everything in Kotlin last month"),
+    ("Prefers dark mode everywhere", "I've gone back to light themes, easier on my eyes"),
+    ("Commutes by train", "I bought an e-bike so I ride to the office now"),
+    ("Is 41", "Celebrated my 42nd last weekend"),
+    ("Uses Emacs", "I finally gave in and installed VS Code"),
+    ("正在学日语", "日语放弃了，改学韩语"),
+)
+
+
+def test_held_out_contradictions_stay_in_view_as_measured() -> None:
+    missed = [old for old, turn in HELD_OUT_CONTRADICTIONS if not in_view(old, turn)]
+    assert len(missed) <= 5, missed
 
 
 def test_corrections_are_always_in_view_and_the_rest_by_confidence() -> None:

@@ -6,10 +6,11 @@ so the old one can be replaced). Neither needs the whole memory. Above ``max_fac
 facts the view holds, in this order, until ``max_facts`` facts or ``max_tokens`` tokens:
 
 1. every ``correction`` fact (they say how the assistant must not behave again);
-2. the facts related to the new turns: the same slot (home, work, role, name, diet,
-   languages, family, tools, answer style…: keywords in English and Chinese, so
-   "moved to Oslo" meets "Lives in Stockholm" without a shared word), then shared terms
-   (``memfold.search`` terms, CJK-aware), weighted by how rare each term is in memory;
+2. the facts related to the new turns: the same slot (home, work, name, diet, languages,
+   family, editor, programming languages, devices, transport, answer style…: keywords in
+   English and Chinese, so "moved to Oslo" meets "Lives in Stockholm" without a shared
+   word) and shared terms (``memfold.search`` terms, CJK-aware), each slot and term
+   weighted by how rare it is in memory (a slot most facts are in says little);
 3. the rest, most confident (then most recently updated) first.
 
 Facts keep their document order in the view. A duplicate the model proposes of a fact
@@ -43,9 +44,9 @@ _SLOT_WORDS: Final[dict[str, tuple[str, str]]] = {
         r"works? (?:at|for|as|in)|working (?:at|for|as)|worked (?:at|for|as)|job|jobs|"
         r"company|employer|employed|joined|joining|startup|hired|quit|career|role|position|"
         r"promoted|boss|colleagues?|freelance\w*|self-employed|retired|unemployed|engineer|"
-        r"developer|teacher|nurse|doctor|designer|founder|owner|intern",
+        r"developer|teacher|nurse|doctor|designer|founder|owner|intern|started at",
         r"工作|上班|公司|单位|入职|离职|跳槽|职位|岗位|老板|做.{0,4}的|是.{0,6}(?:师|员|生|经理)|"
-        r"在.{1,10}(?:做|当|上班)|经理|退休|自由职业",
+        r"在.{1,10}(?:做|当|上班)|经理|退休|自由职业|转行|改行|(?:做|当).{0,4}(?:师|员)",
     ),
     "name": (r"name|named|call|called", r"叫|名字|姓"),
     "diet": (
@@ -70,13 +71,33 @@ _SLOT_WORDS: Final[dict[str, tuple[str, str]]] = {
         r"sister|brother|family|dog|dogs|cat|cats|pets?",
         r"老公|老婆|妻子|丈夫|对象|男朋友|女朋友|孩子|女儿|儿子|宝宝|父母|爸|妈|家人|结婚|离婚|猫|狗|宠物",
     ),
-    "age": (r"age|aged|old|years|birthday|born|retired", r"岁|年龄|生日|出生|年纪"),
+    "age": (r"age|aged|old|years|birthday|born|retired|turned \d+", r"岁|年龄|生日|出生|年纪"),
+    # tools, split by kind: a crowded slot ranks its facts by confidence alone, and a
+    # developer's memory holds many facts about some tool
+    "editor": (
+        r"editor|editors|ide|ides|vim|neovim|nvim|emacs|vscode|vs code|jetbrains|pycharm|"
+        r"intellij|sublime|cursor|xcode",
+        r"编辑器|开发工具",
+    ),
+    "code": (
+        r"programming|python|java|javascript|typescript|kotlin|swift|go|golang|rust|ruby|"
+        r"php|scala|elixir|haskell|react|vue|angular|django|flask|rails|spring|"
+        r"node|nodejs|script|scripts|scripting|stack",
+        r"编程|语言|技术栈|框架|脚本",
+    ),
+    "device": (
+        r"laptop|laptops|desktop|computer|pc|phone|mac|macbook|macos|windows|linux|ubuntu|"
+        r"android|ios|iphone|ipad|tablet",
+        r"电脑|手机|笔记本|系统|平板",
+    ),
     "tools": (
-        r"use|uses|using|used|stack|editor|ide|tool|tools|framework|library|laptop|phone|"
-        r"mac|macos|windows|linux|ubuntu|android|ios|iphone|python|java|javascript|"
-        r"typescript|go|golang|rust|react|vue|angular|django|postgres|postgresql|mysql|"
-        r"vim|neovim|emacs|vscode|code",
-        r"用|使用|工具|框架|编辑器|电脑|手机|系统|技术栈|语言",
+        r"use|uses|using|used|tool|tools|library|framework|postgres|postgresql|mysql|app|apps",
+        r"用|使用|工具",
+    ),
+    "transport": (
+        r"car|cars|drive|drives|driving|drove|bike|bikes|biking|cycle|cycling|commute|"
+        r"commutes|commuting|train|bus|subway|metro|scooter|motorbike|motorcycle|tesla",
+        r"开车|车|骑|通勤|地铁|公交",
     ),
     "answers": (
         r"answer|answers|answering|reply|replies|respond|response|responses|explain|"
@@ -91,7 +112,7 @@ _SLOT_WORDS: Final[dict[str, tuple[str, str]]] = {
     ),
     "learning": (
         r"learn|learning|learnt|learned|study|studying|studies|course|exam|degree|"
-        r"university|school|bootcamp|phd|master",
+        r"university|school|bootcamp|phd|master|student|students|graduat\w*|college",
         r"学|考|课程|大学|学校|读研|考研|留学",
     ),
 }
@@ -150,11 +171,20 @@ def select_facts(
             frequency[term] = frequency.get(term, 0) + 1
     total = len(facts)
 
+    fact_slots = [slots(fact.content) & said_slots for fact in facts] if said_slots else []
+    slot_frequency: dict[str, int] = {}
+    for found_slots in fact_slots:
+        for slot in found_slots:
+            slot_frequency[slot] = slot_frequency.get(slot, 0) + 1
+
     def related(index: int) -> float:
         shared = fact_terms[index] & said_terms
         score = sum(math.log(1 + total / frequency[term]) for term in shared)
-        if said_slots and slots(facts[index].content) & said_slots:
-            score += _SLOT_WEIGHT * math.log(1 + total)
+        if fact_slots:  # a slot few facts are in says more, like a rare term
+            score += sum(
+                _SLOT_WEIGHT * math.log(1 + total / slot_frequency[slot])
+                for slot in fact_slots[index]
+            )
         return score
 
     scores = [related(i) for i in range(total)]
