@@ -64,6 +64,15 @@ def test_task_only_turns_need_no_call(text: str) -> None:
         "以后回答都用中文",
         "我打算明年考研，现在大三",
         "我们公司用的是钉钉，不是企业微信",
+        # skipped before the cues the held-out sets shaped
+        "I'd really rather you didn't use words like 'delve'.",
+        "What's a good name for a puppy? We pick him up on Saturday",
+        "my landlord just sold the building, so where do I even start?",
+        "Any tips for a first half marathon? Mine is in six weeks.",
+        "We're flying to Lisbon with our two-year-old in May, what should I pack?",
+        "我比较希望你先给结论，再解释原因。",
+        "孩子明年上小学，学区房怎么选？",
+        "这周末我要搬去成都了，怎么打包？",
     ],
 )
 def test_turns_that_might_hold_a_fact_are_sent(text: str) -> None:
@@ -147,9 +156,15 @@ def _rows(name: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(
     ("name", "max_facts_skipped"),
-    # the held-out part's figure as measured once at the end (1 of 34, 2.9 %: over the
-    # 2 % target), kept as a bound so the gate cannot get worse unnoticed
-    [("gate-tune.jsonl", 0.02), ("gate-heldout.jsonl", 1 / 34)],
+    # the figures as measured (corpora/gate/README.md), kept as bounds so the gate cannot
+    # get worse unnoticed: the first two held-out sets have since shaped cues; the third,
+    # never seen by a change, is at 5 of 14 skipped, far over the 2 % target
+    [
+        ("gate-tune.jsonl", 0.02),
+        ("gate-heldout.jsonl", 0.0),
+        ("gate-heldout-2.jsonl", 0.0),
+        ("gate-heldout-3.jsonl", 5 / 14),
+    ],
 )
 def test_gate_quality_on_the_shipped_corpus_holds(name: str, max_facts_skipped: float) -> None:
     """The measured figures (README) as a regression guard: of conversations holding a

@@ -58,7 +58,7 @@ _SELF_EN: Final = (
     r"\bI(?:'m| am) (?:based|from|in (?=[A-Z])|at (?=[A-Z])|on (?:linux|windows|mac|macos|"
     r"ubuntu|arch|fedora|android|ios)|retired|self-employed|freelance|unemployed|pregnant|"
     r"married|single|divorced|allergic|intolerant|vegan|vegetarian|pescatarian|diabetic|"
-    r"colou?r-?blind|dyslexic|autistic|deaf|blind|left-handed|right-handed|in my \d|"
+    r"colou?r[- ]?blind|dyslexic|autistic|deaf|blind|left-handed|right-handed|in my \d|"
     r"new (?:here|to (?:the|my|this) (?:team|job|company|city|country))|"
     r"(?:learning|studying|preparing|prepping|training|building|writing|leading|moving|"
     r"switching|starting|quitting|expecting|planning|hoping|trying to (?:quit|lose|get|learn|"
@@ -79,6 +79,24 @@ _SELF_EN: Final = (
     r"\bat my (?:company|job|work|office|school|university|workplace)\b",
     r"\b(?:call me|my name(?:'s| is)|I go by)\b",
     r"\bI (?:come|came) from\b|\bI(?:'m| am) (?:a )?native\b|\bI speak\b",
+    # any "my …"/"our …" but the material of a task ("my code", "our API", "my essay")
+    r"\b(?:my|our) (?!(?:code|codebase|function|functions|method|methods|class|classes|"
+    r"script|scripts|query|queries|test|tests|unit|app|apps|repo|repository|project|file|"
+    r"files|folder|essay|report|email|emails|text|paragraph|sentence|question|questions|"
+    r"homework|assignment|data|dataset|table|tables|spreadsheet|slides|presentation|"
+    r"program|docker|build|server|database|db|api|site|website|page|post|draft|letter|"
+    r"answer|output|list|loop|array|variable|prompt|model|bug|error|issue|pr|branch|"
+    r"commit|config|configuration|component|service|endpoint|schema|regex|cv|resume|"
+    r"own|first|second|last|previous|next|current|new|old)\b)[a-z]",
+    r"\bmine (?:is|are|was|were)\b",
+    r"\bI(?:'ve| have) (?:only |just |already |never |recently |been )*(?:done|run|lived|"
+    r"worked|had|owned|studied|played|trained|taught|raised|been (?:doing|living|working|"
+    r"learning|running|playing|studying))\b",
+    r"\b(?:we|I)(?:'re| are| am) (?:flying|moving|going to|travell?ing|heading|visiting|"
+    r"relocating|expecting|getting married|having a baby|renovating|buying|selling|adopting)\b",
+    r"\bwe (?:just |recently |finally )?(?:moved|switched|started|migrated|adopted|bought|"
+    r"sold|got)\b",
+    r"\b(?:find|look for|looking for|need) a new (?:place|flat|apartment|house|home|job|room)\b",
     # tastes and habits: "I hate when…", "I usually code in Neovim", "I don't eat pork"
     r"\bI (?:really |do |don't |do not |absolutely |kind of |kinda )?(?:like|love|hate|"
     r"dislike|prefer|enjoy|adore|detest|can't stand|cannot stand)\b",
@@ -103,10 +121,13 @@ _SELF_EN: Final = (
     r"\b(?:parental|maternity|paternity|sick|annual|medical) leave\b|\bI(?:'m| am) off "
     r"(?:on|for|from|next|until)\b",
     r"\bnext (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend)\b",
+    # a first-person plan on a day: "we pick him up on Saturday", "I fly out this Friday"
+    r"\b(?:I|we)\b" + _GAP + r"\b(?:on|this|by|until) (?:monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday)\b",
     r"\b(?:next|this coming) (?:week|month|year|quarter|term|semester|summer|winter|spring|"
     r"autumn|fall)\b|\bthis (?:year|quarter|term|semester|summer|winter|spring|autumn|fall)\b",
     r"\bin (?:january|february|march|april|june|july|august|september|october|november|"
-    r"december)\b",
+    r"december|may(?! (?:be|have|not|need|want|also|or)\b))\b",
     r"(?<!like )(?<!as if )(?<!as though )\bI(?:'m| am) "
     r"(?:\d+|twenty|thirty|forty|fifty|sixty|seventy|eighty)(?: years)?\b",
     r"\bI (?:just |recently )?(?:started|joined|retired|graduated|moved|got married|"
@@ -132,6 +153,8 @@ _SELF_EN: Final = (
     r"(?:skip|drop|no need for|don't need) the (?:basics|background|intro|theory|preamble|"
     r"explanation))\b",
     r"\b(?:that's|this is|it's) (?:how|the way|what) I (?:like|want|prefer|need)\b",
+    # "I'd rather you didn't…", "I would prefer answers that…"
+    r"\bI(?:'d| would)(?: really| much| honestly| strongly)? (?:rather|prefer|like you to)\b",
     r"\b(?:keep doing|do it (?:this|that) way|exactly (?:like|what)|that tone|that style|"
     r"this format|that format)\b",
     r"\b(?:I told you|I said|I mentioned|like I said|as I said|remember (?:that|me|my))\b",
@@ -172,6 +195,10 @@ _SELF_ZH: Final = (
     r"记住|记一下|我说过|跟你说过|告诉过你|我的习惯|我的要求|关于我|我的情况|我的背景|介绍一下我",
     r"我(?:是|属于)?(?:初学者|新手|小白|学生|老师|医生|护士|程序员|工程师|设计师)",
     r"(?:就是这样|就这样|以后都|按这个|照这个)",
+    r"我(?:比较|更|还是|一直)?(?:希望|倾向于?|想让你)",
+    r"(?:孩子|小孩|女儿|儿子|宝宝|老公|老婆|爸妈|父母)(?:明年|今年|下个?月|下周|马上|快|刚|要|在)",
+    r"我(?:要|得|会|准备|马上)(?:搬|回老家|换工作|辞职|出国|出差|考|结婚|生)",
+    r"我们(?:现在|目前|一直)?(?:在|要|打算|准备|正在)(?!想|问|这|那|试|讨论)",
 )
 
 _SELF_EN_RE: Final = re.compile("|".join(f"(?:{p})" for p in _SELF_EN), re.IGNORECASE)
