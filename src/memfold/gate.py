@@ -79,14 +79,17 @@ _SELF_EN: Final = (
     r"\bat my (?:company|job|work|office|school|university|workplace)\b",
     r"\b(?:call me|my name(?:'s| is)|I go by)\b",
     r"\bI (?:come|came) from\b|\bI(?:'m| am) (?:a )?native\b|\bI speak\b",
-    # any "my …"/"our …" but the material of a task ("my code", "our API", "my essay")
-    r"\b(?:my|our) (?!(?:code|codebase|function|functions|method|methods|class|classes|"
-    r"script|scripts|query|queries|test|tests|unit|app|apps|repo|repository|project|file|"
+    # any "my …"/"our …" but the material of a task ("my code", "our API", "my essay",
+    # "my React component": a capitalised word is a product's name)
+    r"\b(?:my|our) (?!(?-i:[A-Z]))(?!(?:code|codebase|function|functions|method|methods|"
+    r"class|classes|script|scripts|query|queries|test|tests|unit|app|apps|repo|repository|project|file|"
     r"files|folder|essay|report|email|emails|text|paragraph|sentence|question|questions|"
     r"homework|assignment|data|dataset|table|tables|spreadsheet|slides|presentation|"
     r"program|docker|build|server|database|db|api|site|website|page|post|draft|letter|"
     r"answer|output|list|loop|array|variable|prompt|model|bug|error|issue|pr|branch|"
     r"commit|config|configuration|component|service|endpoint|schema|regex|cv|resume|"
+    r"notes|workers?|pipeline|deploy|deployment|cluster|containers?|logs|dashboards?|"
+    r"tickets?|backlog|docs|documentation|readme|csv|nginx|"
     r"own|first|second|last|previous|next|current|new|old)\b)[a-z]",
     r"\bmine (?:is|are|was|were)\b",
     r"\bI(?:'ve| have) (?:only |just |already |never |recently |been )*(?:done|run|lived|"
