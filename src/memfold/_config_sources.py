@@ -44,9 +44,13 @@ NESTED = "__"
 #: Keys whose environment value is a list: JSON (``[...]``) or comma-separated.
 LIST_KEYS = ("categories", "guaranteed_categories", "rule_pattern_files", "upload_tags")
 #: Keys that are a section (a JSON object, or one ``MEMFOLD_<SECTION>__<KEY>`` per key).
-SECTION_KEYS = ("llm", "embeddings")
+SECTION_KEYS = ("llm", "embeddings", "server")
 #: ``MEMFOLD_*`` variables that are not settings (read by memfold's scripts and tests).
-_NOT_SETTINGS = frozenset({CONFIG_ENV, "MEMFOLD_PYTHON", "MEMFOLD_DEMO_HOME"})
+_NOT_SETTINGS = frozenset(
+    {CONFIG_ENV, "MEMFOLD_PYTHON", "MEMFOLD_DEMO_HOME"}
+    # memfold serve: keys in clear, the settings it hands its workers, browser-test knobs
+    | {"MEMFOLD_API_KEYS", "MEMFOLD_SERVE_SETTINGS", "MEMFOLD_CHROMIUM", "MEMFOLD_SCREENSHOT"}
+)
 
 
 def closest(word: str, choices: Collection[str]) -> str | None:

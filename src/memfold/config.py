@@ -16,7 +16,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from memfold._config_sources import (
     ENV_PREFIX,
@@ -31,9 +40,11 @@ from memfold.model import DEFAULT_CATEGORIES
 
 __all__ = [
     "ENV_PREFIX",
+    "ApiKeyEntry",
     "EmbeddingsConfig",
     "LLMConfig",
     "MemoryConfig",
+    "ServerConfig",
     "mask_secrets",
     "mask_url",
 ]
@@ -111,6 +122,61 @@ class EmbeddingsConfig(BaseModel):
         return _masked_repr_args(self, super().__repr_args__())
 
 
+# --- memfold serve (issue 18) -------------------------------------------------------------
+
+
+_CLEAR_KEY_ERROR = "clear_api_key"
+
+
+class ApiKeyEntry(BaseModel):
+    """One API key of ``memfold serve``, by its SHA-256 (``memfold api-key`` prints both):
+    ``admin: true`` reaches every user, ``user_id`` binds the key to that user only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    user_id: str | None = Field(default=None, min_length=1, max_length=1024)
+    admin: bool = False
+    #: A label for logs (never the key).
+    name: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_clear_key(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and ("key" in data or "api_key" in data):
+            # security: a custom type, so the error message never echoes the key
+            raise PydanticCustomError(
+                _CLEAR_KEY_ERROR,
+                "an API key never goes in the config in clear: give its sha256 (printed by "
+                "`memfold api-key`), or put the key in $MEMFOLD_API_KEYS or server.api_keys_file",
+            )
+        return data
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.admin == (self.user_id is not None):
+            raise ValueError("an API key is either admin: true or bound to one user_id")
+        if self.user_id == "~":
+            raise ValueError("user_id '~' is the default user's path; bind keys to named users")
+
+
+class ServerConfig(BaseModel):
+    """``memfold serve``: keys, proxy header and request size limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    api_keys: tuple[ApiKeyEntry, ...] = ()
+    #: Variable holding keys in clear, one ``admin:KEY`` or ``user:ID:KEY`` per line or comma.
+    api_keys_env: str | None = "MEMFOLD_API_KEYS"
+    #: File holding keys in the same format (keep it private: mode 0600).
+    api_keys_file: Path | None = None
+    #: Header an authenticating proxy sets to the signed-in user (e.g. X-Forwarded-User).
+    trusted_user_header: str | None = Field(default=None, pattern=r"^[A-Za-z0-9-]+$")
+    #: Addresses whose ``trusted_user_header`` is believed (the proxy's).
+    trusted_proxies: tuple[str, ...] = ("127.0.0.1", "::1")
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, le=1_073_741_824)
+    max_import_bytes: int = Field(default=16_777_216, ge=1024, le=1_073_741_824)
+
+
 class MemoryConfig(BaseModel):
     """Every memfold setting. Keys match the YAML file and ``MEMFOLD_<KEY>`` variables."""
 
@@ -158,6 +224,9 @@ class MemoryConfig(BaseModel):
     rule_pattern_files: tuple[Path, ...] = ()
     #: Tags whose blocks capture strips from user text (``<uploaded_files>…</…>``).
     upload_tags: tuple[str, ...] = ("uploaded_files", "current_uploads")
+
+    #: ``memfold serve`` (issue 18): API keys, trusted proxy header, body limits.
+    server: ServerConfig = ServerConfig()
 
     # --- reliability (issue 10) ---------------------------------------------------------
     #: Largest extraction request (prompt tokens); longer runs of new turns are chunked.
@@ -281,7 +350,11 @@ class MemoryConfig(BaseModel):
         path = find_config_file(file, environ)
         data: dict[str, Any] = {} if path is None else read_yaml(path)
         keys = cls.model_fields
-        sections = {"llm": LLMConfig.model_fields, "embeddings": EmbeddingsConfig.model_fields}
+        sections = {
+            "llm": LLMConfig.model_fields,
+            "embeddings": EmbeddingsConfig.model_fields,
+            "server": ServerConfig.model_fields,
+        }
         data = merge_sources(data, from_env(environ, keys, sections))
         data.update({k: v for k, v in overrides.items() if v is not None})
         config = cls.validated(data)
@@ -370,7 +443,9 @@ def _explain(exc: ValidationError) -> str:
         key = ".".join(str(p) for p in err["loc"]) or "config"
         value = err.get("input")
         allowed = _allowed_range(err["loc"])
-        if allowed is not None and err["type"] in _RANGE_ERRORS:
+        if err["type"] == _CLEAR_KEY_ERROR:
+            parts.append(f"{key}: {err['msg']}")
+        elif allowed is not None and err["type"] in _RANGE_ERRORS:
             parts.append(f"{key}={value!r}: must be {allowed}")
         elif err["type"] == "extra_forbidden":
             parts.append(f"{key}: unknown key{_did_you_mean(err['loc'])}")

@@ -31,6 +31,8 @@ cli.add_lazy(
     "memfold.cli._audit:summary",
     "Show, edit or clear the summary sections (work, personal, focus, …).",
 )
+cli.add_lazy("serve", "memfold.server.cli:serve", "Serve the REST API and the memory web page.")
+cli.add_lazy("api-key", "memfold.server.cli:api_key", "Make an API key for memfold serve.")
 cli.add_lazy("forget-user", "memfold.cli._audit:forget_user",
              "Erase USER everywhere: every agent's memory, history, queued updates.")  # fmt: skip
 
