@@ -40,6 +40,11 @@ def decide(*turns: tuple[str, str]) -> bool:
         "What's the capital of Australia?",
         "I'm getting a 502 from nginx after deploying, what should I check?",
         "I need a regex for UK postcodes",
+        "Why does my Docker build keep invalidating the cache at COPY . .?",
+        "I tried pip install psycopg2 and it fails with 'pg_config not found'. What now?",
+        "how do I undo the last git commit but keep the changes?",
+        "帮我写一个冒泡排序的Java代码。",
+        "我这段JavaScript为什么输出undefined？",
         "帮我把这段话翻译成英文：我们下周一开会，我是负责人。",
         "这段代码报错了：IndexError: list index out of range",
         "Here is the transcript:\nAlex: I'm vegan and I live in Denver.\n"
@@ -73,6 +78,13 @@ def test_task_only_turns_need_no_call(text: str) -> None:
         "我比较希望你先给结论，再解释原因。",
         "孩子明年上小学，学区房怎么选？",
         "这周末我要搬去成都了，怎么打包？",
+        # no cue knows these words: a first person is left once the request's is taken out
+        "Any good podcasts? I've a long drive to the coast every Friday.",
+        "What should I cook tonight? We only eat halal meat.",
+        "我上周刚把仓鼠送人了，现在家里只剩一只龟，它冬天要冬眠吗？",
+        "是否有适合我这种夜猫子的健身计划？",
+        "As someone who only drinks decaf, which beans hold up best?",
+        "作为一个刚当上主管的人，怎么跟老员工沟通？",
     ],
 )
 def test_turns_that_might_hold_a_fact_are_sent(text: str) -> None:
@@ -157,13 +169,14 @@ def _rows(name: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     ("name", "max_facts_skipped"),
     # the figures as measured (corpora/gate/README.md), kept as bounds so the gate cannot
-    # get worse unnoticed: the first two held-out sets have since shaped cues; the third,
-    # never seen by a change, is at 5 of 14 skipped, far over the 2 % target
+    # get worse unnoticed: the first three held-out sets have since shaped cues; the
+    # fourth, never seen by a change, is at 3 of 26 skipped, over the 2 % target
     [
         ("gate-tune.jsonl", 0.02),
         ("gate-heldout.jsonl", 0.0),
         ("gate-heldout-2.jsonl", 0.0),
-        ("gate-heldout-3.jsonl", 5 / 14),
+        ("gate-heldout-3.jsonl", 0.0),
+        ("gate-heldout-4.jsonl", 3 / 26),
     ],
 )
 def test_gate_quality_on_the_shipped_corpus_holds(name: str, max_facts_skipped: float) -> None:

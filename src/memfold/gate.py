@@ -10,7 +10,9 @@ and lets the call go ahead when any of these is there:
 - a statement the rule extractor recognises;
 - a broader cue of a self-statement, a preference or instruction about answers, a stated
   plan, or a short reply to the assistant's question about the user (the patterns below,
-  English and Chinese).
+  English and Chinese);
+- failing all of those, a first-person word left once the first-person phrasing of a
+  request ("how do I", "I'm getting", "my Docker build", 帮我) is taken out.
 
 Otherwise the update makes no call and only moves the thread's watermark. The gate leans
 towards calling: a missed fact is lost, a needless call only costs tokens; its figures on
@@ -45,6 +47,18 @@ _PEOPLE_EN = (
     r"parents|sister|brother|siblings|family|grandkids|grandson|granddaughter|"
     r"dog|dogs|cat|cats|puppy|kitten|pets?|rabbit|horse"
 )
+# What a task is made of: "my code", "our API", "my essay" speak of the task, not the user.
+_TASK_NOUNS = (
+    r"code|codebase|function|functions|method|methods|class|classes|script|scripts|query|"
+    r"queries|test|tests|unit|app|apps|repo|repository|project|file|files|folder|essay|"
+    r"report|email|emails|text|paragraph|sentence|question|questions|homework|assignment|"
+    r"data|dataset|table|tables|spreadsheet|slides|presentation|program|docker|build|server|"
+    r"database|db|api|site|website|page|post|draft|letter|answer|output|list|loop|array|"
+    r"variable|prompt|model|bug|error|issue|pr|branch|commit|config|configuration|component|"
+    r"service|endpoint|schema|regex|cv|resume|notes|workers?|pipeline|deploy|deployment|"
+    r"cluster|containers?|logs|dashboards?|tickets?|backlog|docs|documentation|readme|csv|"
+    r"nginx"
+)
 _SELF_EN: Final = (
     # who: "I'm a nurse", "as a teacher", "I work at", "we're a 6-person startup"
     r"\bI(?:'m| am)(?: (?:just|only|also|actually|currently|now|still))? (?:an?|the|one of)"
@@ -78,18 +92,11 @@ _SELF_EN: Final = (
     r"organization|department|school|clinic|shop|restaurant|bakery)\b",
     r"\bat my (?:company|job|work|office|school|university|workplace)\b",
     r"\b(?:call me|my name(?:'s| is)|I go by)\b",
+    r"\bas (?:someone|somebody|a person|one of those people) (?:who|with|that)\b",
     r"\bI (?:come|came) from\b|\bI(?:'m| am) (?:a )?native\b|\bI speak\b",
     # any "my …"/"our …" but the material of a task ("my code", "our API", "my essay",
     # "my React component": a capitalised word is a product's name)
-    r"\b(?:my|our) (?!(?-i:[A-Z]))(?!(?:code|codebase|function|functions|method|methods|"
-    r"class|classes|script|scripts|query|queries|test|tests|unit|app|apps|repo|repository|project|file|"
-    r"files|folder|essay|report|email|emails|text|paragraph|sentence|question|questions|"
-    r"homework|assignment|data|dataset|table|tables|spreadsheet|slides|presentation|"
-    r"program|docker|build|server|database|db|api|site|website|page|post|draft|letter|"
-    r"answer|output|list|loop|array|variable|prompt|model|bug|error|issue|pr|branch|"
-    r"commit|config|configuration|component|service|endpoint|schema|regex|cv|resume|"
-    r"notes|workers?|pipeline|deploy|deployment|cluster|containers?|logs|dashboards?|"
-    r"tickets?|backlog|docs|documentation|readme|csv|nginx|"
+    rf"\b(?:my|our) (?!(?-i:[A-Z]))(?!(?:{_TASK_NOUNS}|"
     r"own|first|second|last|previous|next|current|new|old)\b)[a-z]",
     r"\bmine (?:is|are|was|were)\b",
     r"\bI(?:'ve| have) (?:only |just |already |never |recently |been )*(?:done|run|lived|"
@@ -171,6 +178,7 @@ _PEOPLE_ZH = (
 _SELF_ZH: Final = (
     r"我(?:是|叫|姓)(?!说|不是|想|问|指|要|在问)",
     r"叫我|我的名字|本人",
+    r"作为一?[个名位]",
     r"我(?:现在|目前|一直|平时)?在(?!想|问|这|那|试|找|看这|写这|用这|弄|做这)",
     r"我(?:现在|目前|一直)?(?:住|工作|上班|读书|上学|念书|实习|退休|定居)",
     rf"我(?:们)?(?:的)?(?:{_PEOPLE_ZH})",
@@ -218,6 +226,40 @@ _MATERIAL: Final = re.compile(
     r"polish|shorten)\b|翻译|译成|润色|改写|改一下|检查|总结|概括|校对)[^:：\n]{0,40}[:：]",
     re.IGNORECASE,
 )
+# The last resort: with no cue found, the user still speaks of themselves when a
+# first-person word is left once the first-person phrasing of a request is taken out ("how
+# do I", "I'm getting", "I need a", "my Docker build", "帮我", "我想问一下"). Leaning
+# this way keeps the gate from skipping facts said in words no cue knows.
+_TASK_FRAME_EN: Final = re.compile(
+    r"\b(?:how|what|where|when|why|which|whether|if|can|could|should|shall|may|do|did|"
+    r"would|will|must|might)(?: (?:do|can|should|would|could|did|will|shall|might|must|"
+    r"else))? I\b(?!')"
+    r"|\bI(?:'m| am)? (?:keep |still |now |also |just |then |only )?(?:getting|get|got|see|"
+    r"seeing|tried|try|trying|ran|run|running|wrote|write|writing|changed|added|removed|"
+    r"installed|need|needed|want|wanted|wonder|wondering|think|thought|guess|mean|"
+    r"understand|don't understand|do not understand|can't figure|cannot figure|can't get|"
+    r"cannot get|can't seem|have this|have a question|'ve got this|got this|confused|stuck|"
+    r"not sure|unsure|lost|curious)\b"
+    rf"|\b(?:my|our) (?:(?-i:[A-Z])[\w.+#-]*|{_TASK_NOUNS})\b",
+    re.IGNORECASE,
+)
+_TASK_FRAME_ZH: Final = re.compile(
+    r"(?:帮|给|替|为|教|告诉|让|请)我|我想(?:问|知道|请教|了解|看看|确认|咨询)(?:一下)?|"
+    r"我(?:这|那)(?:个|段|份|篇|张|条|里)|我想把|我(?:该|应该|需要|要|得)?怎么|"
+    r"我(?:需要|要|想要)(?:一个|一份|一篇|个|份|篇)|我(?:运行|试了|装了|打开|点击|输入|执行)"
+)
+_FIRST_PERSON: Final = re.compile(
+    r"\b(?:I|I'm|I've|I'd|I'll|my|mine|myself|we|we're|we've|we'll|our|ours|ourselves|"
+    r"(?-i:us))\b|[我咱俺]",
+    re.IGNORECASE,
+)
+
+
+def _speaks_of_self(plain: str) -> re.Match[str] | None:
+    """A first-person word left once a request's first-person phrasing is taken out."""
+    return _FIRST_PERSON.search(_TASK_FRAME_ZH.sub(" ", _TASK_FRAME_EN.sub(" ", plain)))
+
+
 #: A reply this short may be an answer to the assistant's question about the user.
 _MAX_ANSWER_CHARS: Final = 60
 
@@ -272,6 +314,7 @@ class ExtractionGate:
             return GateDecision(True, "reinforcement signal")
         asked: str | None = None
         in_role_play = False
+        first_person: re.Match[str] | None = None
         for message in messages:
             if message.role == "assistant":
                 asked = message.content
@@ -285,6 +328,8 @@ class ExtractionGate:
             cue = _SELF_EN_RE.search(plain) or _SELF_ZH_RE.search(plain)
             if cue is not None:
                 return GateDecision(True, f"self-statement cue {cue.group()!r}")
+            if first_person is None:
+                first_person = _speaks_of_self(plain)
             reply = plain.strip()
             if (
                 asked is not None
@@ -294,6 +339,8 @@ class ExtractionGate:
             ):
                 return GateDecision(True, "reply to a question about the user")
             asked = None
+        if first_person is not None:
+            return GateDecision(True, f"first person {first_person.group()!r}")
         extraction = self._rule_extractor().propose(ExtractionRequest(_EMPTY, tuple(messages)))
         if extraction.change_set.new_facts:
             return GateDecision(True, "rule extractor statement")
