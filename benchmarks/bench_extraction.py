@@ -3,18 +3,24 @@
 .venv/bin/python benchmarks/run.py extraction
 
 1. A fixed 6-message conversation (3 user turns, 3 assistant answers) with 0, 100 and 200
-   facts in memory; the six summaries are filled. Target: <= 3,500 tokens at 100 facts
-   (reference system: ~21,600 hardened, ~9,000 simple).
-2. A 50-exchange thread extracted after every exchange: total input tokens when only the
-   new messages are sent (watermark) versus re-sending the whole thread each time.
-   Target: >= 10x fewer.
+   facts in memory, each about 18 tokens long (realistic fact lengths); the six summaries
+   are filled. Above ``view_max_facts`` (40) the extractor sees the smaller view
+   (``memfold.extract.view``); the row without it is every fact. Target: <= 3,000 tokens
+   at 100 facts, the schema included (reference system: ~21,600 hardened, ~9,000 simple,
+   from REFERENCE.md).
+2. A 50-exchange working session (``_session.py``: 8 of 50 user turns say something
+   about the user) extracted after every exchange through ``Memory.update`` (watermark,
+   extraction gate, view; 20 facts in memory), against re-sending the whole thread on
+   every exchange with the same prompt (what the reference's simple version does).
+   Target: >= 10x fewer input tokens, the schema included. The worst case, a thread in
+   which every exchange holds a fact or a correction, is measured too.
 
-Facts cycle through twelve realistic fact texts (8-14 tokens, 11 on average). Counts
-are the exact cl100k tokens of the system and user message texts (chat-format overhead
-of a few tokens per message is not included), plus the reply's JSON schema, which is sent
-with every call: as ``response_format`` (json_schema, or llama.cpp's json_object + schema)
-or, where the server takes neither, appended to the system message. Its compact JSON is
-counted; providers that turn it into a grammar or their own prompt text count it their way.
+Counts are the exact cl100k tokens of the system and user message texts (chat-format
+overhead of a few tokens per message is not included), plus the reply's JSON schema, which is
+sent with every call: as ``response_format`` (json_schema, or llama.cpp's json_object +
+schema) or, where the server takes neither, appended to the system message. Its compact
+JSON is counted; providers that turn it into a grammar or their own prompt text count it
+their way.
 """
 
 from __future__ import annotations
@@ -22,26 +28,31 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from _session import SESSION
+from _table import row
+
+from memfold import Memory, MemoryConfig
 from memfold.extract.base import ExtractionRequest
 from memfold.extract.llm import EXTRACTION_SCHEMA, LLMExtractor
 from memfold.llm.scripted import ScriptedChatModel
-from memfold.model import SUMMARY_SECTIONS, Fact, MemoryDocument, Message, Summary
+from memfold.model import SUMMARY_SECTIONS, Fact, MemoryDocument, Message, Scope, Summary
+from memfold.store.inmemory import InMemoryStore
 from memfold.tokens import get_counter
 
 CATEGORIES = ("preference", "knowledge", "context", "behavior", "goal", "correction")
 SUBJECTS = (
-    "Prefers concise answers with code first and explanation after",
-    "Works as a backend engineer on a payments platform written in Go",
-    "Uses PostgreSQL 16 with logical replication in production",
-    "Is learning Rust in the evenings to write command-line tools",
-    "Wants error messages that say how to fix the problem",
-    "Lives in Hangzhou and works in the UTC+8 time zone",
-    "Reviews pull requests every morning before standup",
-    "Dislikes answers that repeat the question back",
-    "Plans to migrate the team's CI from Jenkins to GitHub Actions this quarter",
-    "Reads Chinese and English; prefers English for technical terms",
-    "Has two cats and often mentions them when taking breaks",
-    "Uses Neovim with a minimal configuration and tmux",
+    "Prefers concise answers with the code first and a short explanation after it, never before",
+    "Works as a senior backend engineer on a payments platform written in Go and gRPC",
+    "Uses PostgreSQL 16 with logical replication in production for the ledger service at work",
+    "Is learning Rust in the evenings to write small command-line tools for the platform team",
+    "Wants error messages that say how to fix the problem, not only what went wrong and where",
+    "Lives in Hangzhou with a partner and two cats, and works remotely in the UTC+8 time zone",
+    "Reviews pull requests every morning before the team's ten o'clock standup meeting on Zoom",
+    "Dislikes answers that repeat the question back or open with 'Great question' before answering",
+    "Plans to migrate the team's CI from Jenkins to GitHub Actions before the end of Q1",
+    "Reads Chinese and English fluently; prefers English for technical terms and code comments",
+    "Is preparing for a system design interview at a large cloud provider in March next year",
+    "Uses Neovim with a minimal Lua configuration, tmux and zsh on a 14-inch MacBook Pro",
 )
 SUMMARY_TEXT = {
     "workContext": "Senior backend engineer at a fintech company; owns the payment "
@@ -132,95 +143,105 @@ def _thread(exchanges: int) -> list[tuple[Message, Message]]:
     for n in range(exchanges):
         user, answer = CONVERSATION[(2 * n) % 6], CONVERSATION[(2 * n + 1) % 6]
         out.append(
-            (Message("user", f"[{n}] {user[1]}"), Message("assistant", f"[{n}] {answer[1]}"))
+            (Message("user", f"{user[1]} (#{n})"), Message("assistant", f"{answer[1]} (#{n})"))
         )
     return out
+
+
+Row = dict[str, Any]
+
+
+def _empty_reply() -> str:
+    return json.dumps({"newFacts": [], "factsToRemove": []})
+
+
+def _turn_by_turn(
+    exchanges: list[tuple[Message, Message]], doc: MemoryDocument, schema: int
+) -> tuple[int, int, int]:
+    """(calls, input tokens) of extracting after every exchange through ``Memory.update``
+    (watermark, gate, view), and the input tokens of re-sending the thread each time."""
+    count = get_counter("cl100k_base")
+    model = ScriptedChatModel([_empty_reply()] * len(exchanges))
+    config = MemoryConfig(extractor="llm", llm={"model": "m"})
+    store = InMemoryStore()
+    store.commit(Scope("u"), doc, expected_revision=0)
+    resender = LLMExtractor(ScriptedChatModel(), counter=count)
+    resend = 0
+    with Memory(config, store=store, chat_model=model, start_workers=False) as mem:
+        thread: list[dict[str, str]] = []
+        for k, (user, answer) in enumerate(exchanges):
+            thread += [{"role": "user", "content": user.content},
+                       {"role": "assistant", "content": answer.content}]  # fmt: skip
+            mem.update(thread, thread_id="session", user_id="u")
+            everything = tuple(m for pair in exchanges[: k + 1] for m in pair)
+            sent, _ = resender.prompt(ExtractionRequest(doc, everything))
+            resend += sum(count(m.content) for m in sent) + schema
+    used = sum(sum(count(m.content) for m in call) + schema for call in model.calls)
+    return len(model.calls), used, resend
 
 
 def run(quick: bool) -> list[dict[str, Any]]:
     count = get_counter("cl100k_base")
     extractor = LLMExtractor(ScriptedChatModel(), counter=count)
+    everything = LLMExtractor(ScriptedChatModel(), counter=count, view_max_facts=None)
     schema = count(json.dumps(EXTRACTION_SCHEMA, separators=(",", ":")))
 
-    def prompt_tokens(doc: MemoryDocument, messages: tuple[Message, ...]) -> tuple[int, int]:
-        sent, _ = extractor.prompt(ExtractionRequest(doc, messages))
+    def prompt_tokens(
+        doc: MemoryDocument, messages: tuple[Message, ...], using: LLMExtractor = extractor
+    ) -> tuple[int, int]:
+        sent, _ = using.prompt(ExtractionRequest(doc, messages))
         return count(sent[0].content) + schema, count(sent[1].content)
 
-    rows: list[dict[str, Any]] = [
-        {
-            "benchmark": "reply JSON schema sent with each extraction",
-            "value": float(schema),
-            "unit": "tokens",
-            "target": "",
-            "reference": "",
-        }
-    ]
+    rows: list[Row] = [row("reply JSON schema sent with each extraction", float(schema), "tokens")]
+    per_fact = sum(count(s) for s in SUBJECTS) / len(SUBJECTS)
+    rows.append(row("fact length in these memories (mean)", per_fact, "tokens"))
     conversation = _messages(CONVERSATION)
-    references = {0: "", 100: "~21,600 hardened / ~9,000 simple", 200: ""}
+    references = {0: "", 100: "~21,600 hardened / ~9,000 simple (REFERENCE.md)", 200: ""}
     for facts, reference in references.items():
         system, user = prompt_tokens(_document(facts), conversation)
         rows.append(
-            {
-                "benchmark": f"extraction input, {facts} facts "
-                f"(sys {system - schema} + schema {schema} + user {user})",
-                "value": float(system + user),
-                "unit": "tokens",
-                "target": "<= 3,500" if facts == 100 else "",
-                "reference": reference,
-            }
+            row(
+                f"extraction input, {facts} facts (sys {system - schema} + schema {schema} "
+                f"+ user {user})",
+                float(system + user),
+                "tokens",
+                "<= 3,000 incl. schema" if facts == 100 else "",
+                reference,
+            )
         )
-
-    per_fact = (rows[3]["value"] - rows[1]["value"]) / 200
+    system, user = prompt_tokens(_document(100), conversation, everything)
     rows.append(
-        {
-            "benchmark": "extraction input per fact in memory",
-            "value": per_fact,
-            "unit": "tokens",
-            "target": "",
-            "reference": "~190 hardened / ~75 simple",
-        }
-    )
+        row("extraction input, 100 facts, every fact in view (view off)", float(system + user),
+             "tokens", "", "")
+    )  # fmt: skip
+    empty = prompt_tokens(_document(0), conversation, everything)
+    full = prompt_tokens(_document(200), conversation, everything)
+    rows.append(
+        row("extraction input per fact in memory (view off)", (sum(full) - sum(empty)) / 200,
+             "tokens", "", "~190 hardened / ~75 simple (REFERENCE.md)")
+    )  # fmt: skip
 
-    exchanges = 20 if quick else 50
-    doc = _document(20)
-    thread = _thread(exchanges)
-    watermark = resend = watermark_turns = resend_turns = 0
-    for k in range(exchanges):
-        system, user = prompt_tokens(doc, thread[k])
-        watermark += system + user
-        watermark_turns += sum(count(m.content) for m in thread[k])
-        everything = tuple(m for pair in thread[: k + 1] for m in pair)
-        system, user = prompt_tokens(doc, everything)
-        resend += system + user
-        resend_turns += sum(count(m.content) for m in everything)
+    session = [(Message("user", u), Message("assistant", a)) for _, u, a in SESSION]
+    if quick:
+        session = session[:20]
+    calls, used, resend = _turn_by_turn(session, _document(20), schema)
+    n = len(session)
     rows += [
-        {
-            "benchmark": f"{exchanges}-exchange thread, 20 facts: total input with watermark",
-            "value": float(watermark),
-            "unit": "tokens",
-            "target": "",
-            "reference": "",
-        },
-        {
-            "benchmark": f"{exchanges}-exchange thread: total input re-sending the thread",
-            "value": float(resend),
-            "unit": "tokens",
-            "target": "",
-            "reference": "simple version re-sends (O(N^2))",
-        },
-        {
-            "benchmark": f"{exchanges}-exchange thread: re-send / watermark, whole prompt",
-            "value": resend / watermark,
-            "unit": "x",
-            "target": ">= 10x",
-            "reference": "1x",
-        },
-        {
-            "benchmark": f"{exchanges}-exchange thread: re-send / watermark, conversation part",
-            "value": resend_turns / watermark_turns,
-            "unit": "x",
-            "target": ">= 10x",
-            "reference": "1x",
-        },
-    ]
+        row(f"{n}-exchange session, 20 facts: extraction calls made (gate)", float(calls),
+             "calls", "", f"{n}: one per exchange (REFERENCE.md)"),
+        row(f"{n}-exchange session: total input, watermark + gate + view", float(used),
+             "tokens", "", ""),
+        row(f"{n}-exchange session: total input re-sending the thread", float(resend),
+             "tokens", "", "simple version re-sends, O(N^2) (REFERENCE.md)"),
+        row(f"{n}-exchange session: re-send / memfold, whole prompt incl. schema",
+             resend / used, "x", ">= 10x", "1x"),
+    ]  # fmt: skip
+    worst = _thread(20 if quick else 50)
+    calls, used, resend = _turn_by_turn(worst, _document(20), schema)
+    rows += [
+        row(f"{len(worst)}-exchange thread, every exchange holds a fact: calls", float(calls),
+             "calls", "", ""),
+        row(f"{len(worst)}-exchange thread, every exchange holds a fact: re-send / memfold",
+             resend / used, "x", "", "1x"),
+    ]  # fmt: skip
     return rows

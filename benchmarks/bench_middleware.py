@@ -79,7 +79,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
             "value": figures["per_call"] - base,
             "unit": "µs",
             "target": "≤ 1,000 µs",
-            "reference": "n/a (block re-rendered per thread: 1.8 ms)",
+            "reference": "n/a (re-renders per thread: 1.8 ms, REFERENCE.md)",
         },
         {
             "benchmark": "wrap_model_call overhead, per_thread, frozen (median)",

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _table import row
+
 from memfold.errors import ConflictError
 from memfold.model import Fact, MemoryDocument, Scope, Summary, document_to_dict
 from memfold.store._sql import BaseSqlStore
@@ -49,16 +51,7 @@ def _document() -> MemoryDocument:
     return MemoryDocument(last_updated=STAMP, facts=facts, summaries=summaries)
 
 
-def _row(
-    name: str, value: float, unit: str, target: str = "", reference: str = ""
-) -> dict[str, Any]:
-    return {
-        "benchmark": name,
-        "value": value,
-        "unit": unit,
-        "target": target,
-        "reference": reference,
-    }
+_row = row
 
 
 def _commits_per_second(store: BaseSqlStore, scopes: list[Scope], seconds: float) -> float:

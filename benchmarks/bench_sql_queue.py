@@ -127,7 +127,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
                     "value": _enqueue_median_us(open_queue, quick),
                     "unit": "µs median",
                     "target": "one durable commit (disk-flush bound)",
-                    "reference": "in-memory only, lost on exit",
+                    "reference": "in-memory only, lost on exit (REFERENCE.md)",
                 }
             )
             rows.append(
@@ -136,7 +136,7 @@ def run(quick: bool) -> list[dict[str, Any]]:
                     "value": _drain_jobs_per_second(open_queue, quick),
                     "unit": "jobs/s",
                     "target": "≫ LLM rate (~10 jobs/s)",
-                    "reference": "sequential, 0.5 s pause: 2 jobs/s",
+                    "reference": "computed: ≤ 2 jobs/s, 0.5 s pause (REFERENCE.md)",
                 }
             )
     return rows

@@ -94,11 +94,21 @@ def run(quick: bool) -> list[dict[str, Any]]:
             lambda: store.commit(Scope(f"new-{next(counter)}"), doc, expected_revision=0), repeat
         )
     return [
-        _row(f"store: cold load, {FACTS} facts", cold, "<= 3 ms", "243 ms"),
-        _row(f"store: cached load, {FACTS} facts", cached, "<= 0.05 ms", "2.6 ms"),
-        _row("store: cached load within 2 s of a write (byte check)", recent, "", "2.6 ms"),
-        _row("store: commit one changed fact, fsync", commit, "<= 5 ms", "48 ms"),
-        _row(f"store: save a new {FACTS}-fact document, fsync", first_save, "", "1,660 ms"),
+        _row(f"store: cold load, {FACTS} facts", cold, "<= 3 ms", "243 ms (REFERENCE.md)"),
+        _row(f"store: cached load, {FACTS} facts", cached, "<= 0.05 ms", "2.6 ms (REFERENCE.md)"),
+        _row(
+            "store: cached load within 2 s of a write (byte check)",
+            recent,
+            "",
+            "2.6 ms (REFERENCE.md)",
+        ),
+        _row("store: commit one changed fact, fsync", commit, "<= 5 ms", "48 ms (REFERENCE.md)"),
+        _row(
+            f"store: save a new {FACTS}-fact document, fsync",
+            first_save,
+            "",
+            "1,660 ms (REFERENCE.md)",
+        ),
     ]
 
 

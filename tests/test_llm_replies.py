@@ -73,7 +73,9 @@ class Harness:
 @pytest.fixture
 def harness(tmp_path: Path) -> Iterator[Harness]:
     model = ScriptedChatModel()
-    with Memory(MemoryConfig(home=tmp_path), chat_model=model, start_workers=False) as memory:
+    # every update here is about the reply, so the gate must not skip a call
+    config = MemoryConfig(home=tmp_path, extraction_gate=False)
+    with Memory(config, chat_model=model, start_workers=False) as memory:
         yield Harness(memory, model)
 
 

@@ -6,6 +6,7 @@ import pytest
 from memfold.model import (
     DocumentError,
     Fact,
+    MemoryDocument,
     Message,
     Scope,
     Signals,
@@ -146,3 +147,21 @@ def test_scope_with_a_huge_id_prints_a_short_message():
     text = str(Scope("x" * 100_000, "a" * 500))
     assert len(text) < 200
     assert text.startswith("user 'xxx")
+
+
+def test_facts_read_on_the_fast_path_are_ordinary_frozen_facts() -> None:
+    import dataclasses
+
+    made = Fact("fact_1", "Likes tea", "preference", 0.8, "2026-01-01", "2026-01-02", "t1", None)
+    read = document_from_dict(document_to_dict(MemoryDocument(facts=(made,)))).facts[0]
+    assert read == made
+    assert hash(read) == hash(made)
+    assert dataclasses.replace(read, content="Likes coffee").content == "Likes coffee"
+    with pytest.raises(FrozenInstanceError):
+        read.content = "changed"  # type: ignore[misc]
+    # a fact with an unknown field or a wrong type still takes the checked path
+    odd = {**document_to_dict(MemoryDocument(facts=(made,)))}
+    odd["facts"] = [{**odd["facts"][0], "confidence": 1}, {**odd["facts"][0], "id": "f2", "x": 1}]
+    first, second = document_from_dict(odd).facts
+    assert first.confidence == 1.0
+    assert dict(second.extra) == {"x": 1}

@@ -258,8 +258,19 @@ class MemoryConfig(BaseModel):
     #: Change events kept per scope, oldest dropped first; 0 keeps no history.
     max_history_events: int = Field(default=1000, ge=0, le=1_000_000)
 
-    #: ``memfold mcp`` (issue 19): the user and agent of a stdio session.
+    #: ``memfold mcp`` (issue 19): the user and agent of a stdio session; ``memfold serve``
+    #: offers ``/mcp`` unless ``http`` is false.
     mcp: McpConfig = McpConfig()
+
+    # --- cost (issue 16) ---
+    #: Skip the LLM call when the new turns hold nothing about the user (``off``: always
+    #: call); the watermark moves past them either way.
+    extraction_gate: bool = True
+    #: Above this many facts, the extractor sees only the corrections, the facts related
+    #: to the new turns and the most confident rest, within ``view_max_tokens``.
+    view_max_facts: int = Field(default=40, ge=1, le=10_000)
+    #: Token budget of the facts in that smaller view (exact count, ``token_encoding``).
+    view_max_tokens: int = Field(default=1_000, ge=50, le=1_000_000)
 
     _source: Path | None = PrivateAttr(default=None)
 

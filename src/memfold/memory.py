@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from types import TracebackType
@@ -21,6 +21,7 @@ from typing import Any, Self, TypeVar
 
 from memfold import _events, _exit
 from memfold._async_facade import AsyncFacade
+from memfold._batch import BatchResult, ThreadWork
 from memfold._facts import iso
 from memfold._fence import clear_stamp
 from memfold._manual import ManualEdits
@@ -28,7 +29,7 @@ from memfold.config import MemoryConfig
 from memfold.conversation import capture, has_minimum_dialogue
 from memfold.errors import ExtractionError, MemfoldError
 from memfold.extract.base import Extractor, Usage
-from memfold.extract.factory import make_extractor
+from memfold.extract.factory import make_extractor, make_gate
 from memfold.inject import ContextRenderer
 from memfold.layers import layer
 from memfold.llm.base import ChatModelError
@@ -131,6 +132,7 @@ class Memory(ManualEdits, AsyncFacade):
             max_input_tokens=config.max_extraction_input_tokens,
             conflict_timeout=config.conflict_timeout_seconds,
             record_history=self._history_store() is not None,
+            gate=make_gate(config, self._extractor),
         )
         self._clear_takes_stamp = _takes_keyword(self._store.clear, "cleared_at")
         self._queue: UpdateQueue | None = None
@@ -230,7 +232,11 @@ class Memory(ManualEdits, AsyncFacade):
                 from memfold.queue.factory import open_queue
 
                 self._queue = open_queue(
-                    self.config, self._process_job, clock=self._clock, start=self._start_workers
+                    self.config,
+                    self._process_job,
+                    clock=self._clock,
+                    start=self._start_workers,
+                    process_batch=self._process_jobs,
                 )
             return self._queue
 
@@ -258,6 +264,33 @@ class Memory(ManualEdits, AsyncFacade):
             self._fenced.discard(mark)
             self._erased.discard(mark)
             self._jobs_done += 1
+        self._add_usage(result.usage)
+        return result
+
+    def _process_jobs(self, jobs: Sequence[Job]) -> BatchResult:
+        """Several due threads of one (user, agent): one extraction for all where they fit."""
+        marks = [(job.key, job.enqueued_at) for job in jobs]
+        works = [
+            ThreadWork(
+                job.thread_id, job.messages, job.signals,
+                fenced=functools.partial(self._fenced.__contains__, mark),
+                erased=functools.partial(self._erased.__contains__, mark),
+                recorded_at=job.recorded_at, marks=job.marks,
+            )
+            for job, mark in zip(jobs, marks, strict=True)
+        ]  # fmt: skip
+        try:
+            with self._counting_failed_calls():
+                result = self._updater.run_batch(jobs[0].scope, works)
+        except BaseException:
+            with self._lock:
+                self._jobs_failed += len(jobs)
+            raise
+        with self._lock:
+            for mark in marks:
+                self._fenced.discard(mark)
+                self._erased.discard(mark)
+            self._jobs_done += len(jobs)
         self._add_usage(result.usage)
         return result
 

@@ -13,9 +13,13 @@ Every fake keeps its state on the instance, never on the class.
   ``handler=`` answers chat requests by their content (e.g. the agent's calls apart from
   memfold's, see :func:`is_extraction_request`), and
   :func:`reject_json_schema_like_llama_cpp` answers like llama-cpp-python's server.
+- :func:`extraction_reply`: the JSON text of an extraction reply that adds these facts,
+  to script a ``ScriptedChatModel`` or a ``FakeOpenAIServer`` with.
 """
 
 from __future__ import annotations
+
+import json
 
 from memfold.llm.fake_server import (
     FakeOpenAIServer,
@@ -34,7 +38,25 @@ __all__ = [
     "FakeReply",
     "InMemoryStore",
     "ScriptedChatModel",
+    "extraction_reply",
     "hashed_embedding",
     "is_extraction_request",
     "reject_json_schema_like_llama_cpp",
 ]
+
+
+def extraction_reply(*facts: str, category: str = "context", confidence: float = 0.9) -> str:
+    """An extraction reply (JSON text) adding ``facts`` as user-scoped, durable facts of
+    ``category`` and removing nothing; with no facts, the reply of "nothing to keep"."""
+    items = [
+        {
+            "content": content,
+            "category": category,
+            "confidence": confidence,
+            "scope": "user",
+            "durability": "durable",
+            "sourceError": None,
+        }
+        for content in facts
+    ]
+    return json.dumps({"newFacts": items, "factsToRemove": []})

@@ -21,11 +21,14 @@ from datetime import datetime
 from typing import TypeVar
 
 from memfold import _events, watermark
+from memfold._batch import BatchResult, ThreadWork, run_batch
 from memfold._facts import iso
 from memfold._fence import cleared_time, recorded_before_clear
 from memfold.apply import ApplyContext, Change, apply
 from memfold.errors import ConflictError
 from memfold.extract.base import ExtractionRequest, Extractor, SizedExtractor, Usage
+from memfold.gate import ExtractionGate
+from memfold.history import ChangeEvent
 from memfold.model import MemoryDocument, Message, Scope, Signals, short_repr
 from memfold.queue.base import RecordMark
 from memfold.redact import Redactor, redact_messages
@@ -33,9 +36,11 @@ from memfold.store.base import MemoryStore
 
 __all__ = [
     "DEFAULT_CONFLICT_TIMEOUT_SECONDS",
+    "GATED",
     "MAX_COMMIT_ATTEMPTS",
     "UpdateResult",
     "Updater",
+    "log_dropped",
     "retry_on_conflict",
 ]
 
@@ -48,6 +53,8 @@ DEFAULT_CONFLICT_TIMEOUT_SECONDS = 10.0
 _CONFLICT_BACKOFF_SECONDS = 0.001
 _CONFLICT_BACKOFF_CAP_SECONDS = 0.05
 _SCOPE_LOCK_STRIPES = 64
+#: ``UpdateResult.skipped`` starts with this when the extraction gate made no call.
+GATED = "nothing about the user"
 
 _T = TypeVar("_T")
 
@@ -101,10 +108,13 @@ class Updater:
         max_input_tokens: int | None = None,
         conflict_timeout: float = DEFAULT_CONFLICT_TIMEOUT_SECONDS,
         record_history: bool = False,
+        gate: ExtractionGate | None = None,
     ) -> None:
         """``record_history``: pass change events to ``store.commit`` (a
-        :class:`~memfold.store.base.HistoryStore`)."""
+        :class:`~memfold.store.base.HistoryStore`). ``gate``: new turns it finds nothing
+        about the user in are only marked seen, with no extraction call."""
         self._store = store
+        self._gate = gate
         self._history = record_history
         self._redactor = redactor
         self._extractor = extractor
@@ -118,6 +128,52 @@ class Updater:
     @property
     def extractor(self) -> Extractor:
         return self._extractor
+
+    @property
+    def store(self) -> MemoryStore:
+        return self._store
+
+    @property
+    def gate(self) -> ExtractionGate | None:
+        return self._gate
+
+    @property
+    def redactor(self) -> Redactor | None:
+        return self._redactor
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        return self._max_input
+
+    def now(self) -> datetime:
+        return self._now()
+
+    def apply_context(
+        self,
+        now: datetime,
+        thread_id: str,
+        signals: Signals,
+        *,
+        instructions: tuple[str, ...] = (),
+        turns: tuple[Message, ...] | None = None,
+    ) -> ApplyContext:
+        """The context ``apply`` runs in for an extraction from ``thread_id`` of
+        ``turns`` with a prompt of ``instructions`` (the guards' evidence)."""
+        return ApplyContext(
+            now=now,
+            thread_id=thread_id,
+            signals=signals,
+            max_facts=self._max_facts,
+            confidence_threshold=self._threshold,
+            scrub=self._redactor,
+            instructions=instructions,
+            turns=turns,
+        )
+
+    def run_batch(self, scope: Scope, works: Sequence[ThreadWork]) -> BatchResult:
+        """Update ``scope`` from several threads at once, with one extraction for all
+        their new turns where they fit one request (see :mod:`memfold._batch`)."""
+        return run_batch(self, scope, works)
 
     @contextlib.contextmanager
     def scope_lock(self, scope: Scope) -> Iterator[None]:
@@ -193,13 +249,19 @@ class Updater:
         generation = document.generation
         while start < len(messages):
             end = self._chunk_end(document, messages, start, signals, thread_id)
-            step = self._run_chunk(
-                scope=scope, thread_id=thread_id, messages=messages, span=(start, end),
-                signals=signals, document=document,
-                cleared=lambda current: current.generation != generation
-                or (fenced is not None and fenced()),
-                erased=erased,
-            )  # fmt: skip
+            decision = (
+                None if self._gate is None else self._gate.decide(_chunk(messages, start, end))
+            )
+            if decision is not None and not decision.call:
+                step = self._gated(scope, thread_id, messages[:end], erased, decision.reason)
+            else:
+                step = self._run_chunk(
+                    scope=scope, thread_id=thread_id, messages=messages, span=(start, end),
+                    signals=signals, document=document,
+                    cleared=lambda current: current.generation != generation
+                    or (fenced is not None and fenced()),
+                    erased=erased,
+                )  # fmt: skip
             total = _combine(total, step)
             if step.skipped in ("cleared during update", "user erased during update"):
                 return total
@@ -207,6 +269,21 @@ class Updater:
             if start < len(messages):
                 document = self._store.load(scope)
         return total
+
+    def _gated(
+        self,
+        scope: Scope,
+        thread_id: str,
+        messages: Sequence[Message],
+        erased: Callable[[], bool] | None,
+        reason: str,
+    ) -> UpdateResult:
+        """The gate found nothing to learn: move the watermark past ``messages``, no call."""
+        if erased is not None and erased():
+            return UpdateResult(scope, thread_id, 0, False, skipped="user erased during update")
+        revision = self.retry(scope, functools.partial(self.mark_seen, scope, thread_id, messages))
+        logger.debug("update for %s made no extraction call: %s", scope, reason)
+        return UpdateResult(scope, thread_id, revision, False, skipped=f"{GATED}: {reason}")
 
     def _chunk_end(
         self,
@@ -296,18 +373,11 @@ class Updater:
             applied = apply(
                 current,
                 extraction.change_set,
-                ApplyContext(
-                    now=now,
-                    thread_id=thread_id,
-                    signals=signals,
-                    max_facts=self._max_facts,
-                    confidence_threshold=self._threshold,
-                    scrub=self._redactor,
-                    instructions=extraction.instructions,
-                    turns=new,
+                self.apply_context(
+                    now, thread_id, signals, instructions=extraction.instructions, turns=new
                 ),
             )
-            _log_dropped(scope, applied.changes)
+            log_dropped(scope, applied.changes)
             result_doc = watermark.advance(applied.document, thread_id, seen, iso(now))
             if not applied.changed and _same_watermark(current, result_doc, thread_id):
                 return UpdateResult(
@@ -336,12 +406,31 @@ class Updater:
         turns: Sequence[Message],
         at: str,
     ) -> MemoryDocument:
+        events = self.events(changes, thread_id, turns, at)
+        return self.commit_events(scope, document, expected, events)
+
+    def events(
+        self, changes: Sequence[Change], thread_id: str, turns: Sequence[Message], at: str
+    ) -> tuple[ChangeEvent, ...]:
+        """The history events of ``changes`` learned from ``turns`` of ``thread_id``
+        (none when history is not kept)."""
         if not self._history:
-            return self._store.commit(scope, document, expected_revision=expected)
-        events = _events.from_changes(
+            return ()
+        return _events.from_changes(
             changes, at=at, extractor=self._extractor.name, thread_id=thread_id,
             turns=turns, scrub=self._redactor,
         )  # fmt: skip
+
+    def commit_events(
+        self,
+        scope: Scope,
+        document: MemoryDocument,
+        expected: int,
+        events: Sequence[ChangeEvent],
+    ) -> MemoryDocument:
+        """Commit ``document`` (compare-and-set on ``expected``) with ``events``."""
+        if not self._history:
+            return self._store.commit(scope, document, expected_revision=expected)
         commit: Callable[..., MemoryDocument] = self._store.commit
         return commit(scope, document, expected_revision=expected, events=events)
 
@@ -419,7 +508,7 @@ def _chunk(messages: Sequence[Message], start: int, end: int) -> tuple[Message, 
     return tuple(messages[start:end])
 
 
-def _log_dropped(scope: Scope, changes: Sequence[Change]) -> None:
+def log_dropped(scope: Scope, changes: Sequence[Change]) -> None:
     """One line for what apply declined, by reason (no content: it is the user's)."""
     reasons: dict[str, int] = {}
     for change in changes:

@@ -127,6 +127,7 @@ def test_an_llm_extractor_over_an_openai_compatible_endpoint_is_scored(corpus, s
     )
     config = MemoryConfig(
         extractor="llm",
+        extraction_gate=False,  # the model is scripted to invent from a pasted message
         llm={
             "provider": "openai",
             "model": "fake",

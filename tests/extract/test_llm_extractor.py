@@ -164,7 +164,10 @@ def test_usage_is_counted_when_provider_reports_none() -> None:
     model = ScriptedChatModel([EMPTY_REPLY])
     extraction = LLMExtractor(model, counter=len).propose(request("a", "b"))
     sent = model.calls[0]
-    assert extraction.usage == Usage(sum(len(m.content) for m in sent), len(EMPTY_REPLY))
+    # the reply schema goes with every request (a response format or in the system
+    # message), so it is counted too
+    schema = len(json.dumps(EXTRACTION_SCHEMA, separators=(",", ":")))
+    assert extraction.usage == Usage(sum(len(m.content) for m in sent) + schema, len(EMPTY_REPLY))
 
 
 def test_unusable_reply_raises_extraction_error() -> None:

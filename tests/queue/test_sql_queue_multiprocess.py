@@ -85,7 +85,8 @@ class SpyExtractor:
         )
         line = {
             "pid": os.getpid(),
-            "thread": request.thread_id,
+            # one extraction may take several due threads of a user (one call per scope)
+            "threads": [t for t, _ in request.threads] or [request.thread_id],
             "start": start,
             "end": time.time(),
             "ids": [m.id for m in request.messages],
@@ -205,10 +206,11 @@ def test_three_replicas_process_every_key_once_at_a_time_and_lose_nothing(
                 proc.kill()
 
     jobs = read_logs(logs)
-    assert {job["thread"] for job in jobs} >= set(thread_ids())
+    assert {thread for job in jobs for thread in job["threads"]} >= set(thread_ids())
     by_scope: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for job in jobs:
-        by_scope[user_of(job["thread"])].append((job["start"], job["end"]))
+        assert len({user_of(thread) for thread in job["threads"]}) == 1  # one scope a call
+        by_scope[user_of(job["threads"][0])].append((job["start"], job["end"]))
     for user, spans in by_scope.items():
         spans.sort()
         for (_, end), (start, _) in itertools.pairwise(spans):
@@ -245,7 +247,7 @@ def test_job_of_a_killed_replica_runs_again_after_its_lease_expires(
         assert survivor.flush(WAIT)  # waits out the dead replica's lease, then reruns its job
         doc = survivor.get(user_id="u0")
     assert {fact.content for fact in doc.facts} == {f"Said u0-t0 note {i}" for i in range(TURNS)}
-    assert "u0-t0" in {job["thread"] for job in read_logs([log])}
+    assert "u0-t0" in {thread for job in read_logs([log]) for thread in job["threads"]}
     assert not (tmp_path / "victim.log").exists()  # the victim never finished its job
 
 

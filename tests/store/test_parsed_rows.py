@@ -87,3 +87,39 @@ def test_parsed_rows_are_bounded_by_scopes_and_characters() -> None:
     rows.put(Scope("huge"), (1, 0, "w"), MemoryDocument(), 1000)
     assert rows.get(Scope("huge"), (1, 0, "w")) is None  # never cached
     assert rows.get(Scope("u4"), (2, 0, "x")) is None  # another key: not this document
+
+
+def test_an_outside_edit_of_the_document_alone_is_seen_on_every_sql_store(
+    sql_backend: Any,
+) -> None:
+    """An operator's UPDATE of the document column (revision, generation and updated_at
+    kept) is read again at the next load, never served from the parsed copy."""
+    store = sql_backend.open()
+    try:
+        store.commit(SCOPE, doc("ERASED diagnosis"), expected_revision=0)
+        assert [f.content for f in store.load(SCOPE).facts] == ["ERASED diagnosis"]
+        assert store.load(SCOPE) is store.load(SCOPE)  # the parsed copy is in use
+
+        text = encode_document(SCOPE, doc("Likes hiking"))
+        sql_backend.execute("UPDATE memfold_documents SET document = ?", (text,))
+
+        assert [f.content for f in store.load(SCOPE).facts] == ["Likes hiking"]
+    finally:
+        store.close()
+
+
+def test_an_outside_delete_and_the_same_row_written_back_are_seen(sql_backend: Any) -> None:
+    store = sql_backend.open()
+    try:
+        store.commit(SCOPE, doc("Likes tea"), expected_revision=0)
+        store.load(SCOPE)
+        saved = sql_backend.execute("SELECT * FROM memfold_documents", ())
+        sql_backend.execute("DELETE FROM memfold_documents", ())
+        assert store.load(SCOPE).revision == 0
+
+        columns = ", ".join("?" for _ in saved[0])
+        sql_backend.execute(f"INSERT INTO memfold_documents VALUES ({columns})", saved[0])
+        restored = store.load(SCOPE)
+        assert (restored.revision, [f.content for f in restored.facts]) == (1, ["Likes tea"])
+    finally:
+        store.close()

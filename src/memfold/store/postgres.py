@@ -83,6 +83,9 @@ class PostgresStore(BaseSqlStore):
     lock_suffix = " FOR UPDATE"
     now_sql = "now()"
     stamp_loads = True
+    # xmin: the transaction that wrote this row version; any UPDATE (even of the document
+    # alone, keeping revision and updated_at) or DELETE + INSERT gives a new one
+    stamp_columns = "updated_at, xmin::text"
     key_limit_bytes = _KEY_LIMIT_BYTES
     migrations = _MIGRATIONS
     driver_errors = (psycopg.Error,)

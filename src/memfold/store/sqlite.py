@@ -9,6 +9,13 @@ which take the database's write lock before reading the row they replace.
 
 Connections come from a small lock-protected pool: a connection is used by one thread
 at a time (``check_same_thread=False`` only lets another thread close or reuse it).
+
+Loads reuse the parsed document while the database is unchanged: one more connection,
+which never writes, reads ``PRAGMA data_version``, a number SQLite changes whenever any
+other connection (of this store, of another process, an operator's ``sqlite3`` shell)
+commits to the file. While it is the same as when a scope's row was last read, the
+cached document is returned without a query (DESIGN.md rule 10 holds: any commit by
+anyone makes the next load read the row again).
 """
 
 from __future__ import annotations
@@ -154,6 +161,8 @@ class SqliteStore(BaseSqlStore):
         self._idle: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
+        self._watcher: sqlite3.Connection | None = None  # reads data_version only
+        self._watch_lock = threading.Lock()
         check_regular_file(self.path, "the SQLite database")
         try:
             private_database(self.path)  # security: 0600 file (and WAL/SHM) in a 0700 folder
@@ -224,6 +233,23 @@ class SqliteStore(BaseSqlStore):
             raise
         conn.execute("COMMIT")
 
+    def _change_token(self) -> object:
+        with self._watch_lock:
+            if self._closed:
+                return None
+            try:
+                if self._watcher is None:
+                    self._watcher = sqlite3.connect(
+                        self.path, timeout=self._timeout, isolation_level=None,
+                        check_same_thread=False,
+                    )  # fmt: skip
+                # fetchall ends the statement: no read transaction stays open to hold
+                # back a WAL checkpoint (forget_user truncates the WAL)
+                rows = self._watcher.execute("PRAGMA data_version").fetchall()
+            except sqlite3.Error:
+                return None  # the load reads the row and reports the problem itself
+        return ("data_version", int(rows[0][0])) if rows else None
+
     def _after_erase(self, conn: sqlite3.Connection) -> None:
         truncate_wal(conn, self.location)
 
@@ -234,3 +260,7 @@ class SqliteStore(BaseSqlStore):
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+        with self._watch_lock:
+            watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.close()
