@@ -249,8 +249,8 @@ _TASK_FRAME_ZH: Final = re.compile(
     r"我(?:需要|要|想要)(?:一个|一份|一篇|个|份|篇)|我(?:运行|试了|装了|打开|点击|输入|执行)"
 )
 _FIRST_PERSON: Final = re.compile(
-    r"\b(?:I|I'm|I've|I'd|I'll|my|mine|myself|we|we're|we've|we'll|our|ours|ourselves|"
-    r"(?-i:us))\b|[我咱俺]",
+    # "I'm", "we've": the word before the apostrophe is enough
+    r"\b(?:I|my|mine|myself|we|our|ours|ourselves|(?-i:us))\b|[我咱俺]",
     re.IGNORECASE,
 )
 
